@@ -1,0 +1,37 @@
+# openkpu: build, test and benchmark entry points. `make help` lists them.
+PYTHON   ?= python3
+CC       ?= cc
+CSTD     := -std=c99 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CORE_SRC := $(sort $(wildcard c_src/*/*.c))
+CORE_HDR := $(sort $(wildcard c_src/*.h c_src/*/*.h))
+BUILD    := build
+
+RV_CC    := riscv64-unknown-elf-gcc
+RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=picolibc.specs
+
+SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+
+.PHONY: help core cross ctest-build install test bench clean
+
+help:
+	@echo "make install   pip-install the package (C extension + KPU shim + host tools)"
+	@echo "make test      the whole suite: C core under ASan+UBSan, RV64 cross build, mpy-cross, pytest"
+	@echo "make bench     load/forward times and KPU MACs per real model"
+	@echo "make cross     compile the C core for rv64imafdc/lp64d with -Werror"
+
+# Host build of the core with warnings as errors (a static archive for the C tests and tools).
+$(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(BUILD)/host
+	cd $(BUILD)/host && $(CC) $(CSTD) -O2 -c $(addprefix $(CURDIR)/,$(CORE_SRC))
+	ar rcs $@ $(BUILD)/host/*.o
+
+core: $(BUILD)/host/libokpu.a
+
+# The chip's ISA and ABI, warnings as errors.
+cross: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(BUILD)/rv64
+	cd $(BUILD)/rv64 && $(RV_CC) $(RV_FLAGS) -c $(addprefix $(CURDIR)/,$(CORE_SRC))
+	@echo "rv64imafdc/lp64d: $(words $(CORE_SRC)) files compiled with -Werror"
+
+clean:
+	rm -rf $(BUILD) *.egg-info

@@ -1,0 +1,55 @@
+/* Little-endian field readers. Model buffers are not assumed aligned, so fields are assembled byte by byte. */
+#ifndef OKPU_CORE_BYTES_H
+#define OKPU_CORE_BYTES_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t okpu_rd_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline int32_t okpu_rd_i32(const uint8_t *p)
+{
+    return (int32_t)okpu_rd_u32(p);
+}
+
+static inline uint64_t okpu_rd_u64(const uint8_t *p)
+{
+    return (uint64_t)okpu_rd_u32(p) | ((uint64_t)okpu_rd_u32(p + 4) << 32);
+}
+
+static inline float okpu_rd_f32(const uint8_t *p)
+{
+    uint32_t u = okpu_rd_u32(p);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline void okpu_wr_f32(uint8_t *p, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    p[0] = (uint8_t)u;
+    p[1] = (uint8_t)(u >> 8);
+    p[2] = (uint8_t)(u >> 16);
+    p[3] = (uint8_t)(u >> 24);
+}
+
+/* Sign-extend the low `bits` bits of v. */
+static inline int64_t okpu_sext(uint64_t v, unsigned bits)
+{
+    uint64_t m = (uint64_t)1 << (bits - 1);
+    v &= (bits == 64) ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+    return (int64_t)((v ^ m) - m);
+}
+
+/* Bits [lo, lo+n) of a 64-bit word. */
+static inline uint64_t okpu_bits(uint64_t w, unsigned lo, unsigned n)
+{
+    return (w >> lo) & ((n == 64) ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1));
+}
+
+#endif

@@ -1,0 +1,44 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const status_names[] = {
+    "ERR_PARAM",       "ERR_KMODEL_VERSION", "ERR_KMODEL_FORMAT", "ERR_DECRYPT",     "ERR_READ_FILE",
+    "ERR_NO_MEM",      "ERR_GET_CONV_LAYER", "ERR_RUN_MODEL",     "ERR_MODELS_FULL", "ERR_PERMITION",
+    "ERR_IDX_OUTRANGE", "ERR_SIZE_NOTMATCH", "ERR_OUTPUTS_NODONE", "ERR_NOT_IMPLEMENT", "ERR_UNKNOWN",
+};
+
+const char *okpu_status_name(int code)
+{
+    if (code == OKPU_OK)
+        return "OK";
+    if (code >= OKPU_ERR_PARAM && code <= OKPU_ERR_UNKNOWN)
+        return status_names[code - OKPU_ERR_PARAM];
+    return "ERR_UNKNOWN";
+}
+
+void okpu_error_clear(okpu_error *err)
+{
+    if (err) {
+        err->code = OKPU_OK;
+        err->layer = -1;
+        err->offset = -1;
+        err->message[0] = '\0';
+    }
+}
+
+int okpu_fail(okpu_error *err, int code, int layer, long offset, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->code = code;
+        err->layer = layer;
+        err->offset = offset;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}

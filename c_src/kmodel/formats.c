@@ -1,0 +1,15 @@
+/* The kmodel format readers this core is built with. */
+#include "model.h"
+
+static const okpu_format *const formats[] = {
+    &okpu_format_v3,
+};
+
+const okpu_format *okpu_find_format(int version)
+{
+    size_t i;
+    for (i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (formats[i]->version == version)
+            return formats[i];
+    return NULL;
+}

@@ -1,0 +1,34 @@
+/* The KPU engine behind one interface. Two backends implement it: the software emulator (kpu_emu.c) and, on the
+ * board, the K210 hardware (same 12 layer-argument words in, same bytes out). Callers never know which runs. */
+#ifndef OKPU_KPU_BACKEND_H
+#define OKPU_KPU_BACKEND_H
+
+#include "../okpu.h"
+#include "kpu_args.h"
+
+typedef struct kpu_layer_job {
+    const uint8_t *raw_args; /* the 96 bytes as stored in the model (address fields of the file ignored) */
+    kpu_args args;           /* the same, decoded */
+    const uint8_t *weights;  /* u8 (8-bit mode) or little-endian u16 weights, kpu_weights_bytes() long */
+    const uint8_t *bn;       /* out_channels x 8 bytes */
+    const uint8_t *act;      /* 144 bytes */
+    int eight_bit;           /* 1: 8-bit weights, 0: 16-bit */
+    uint8_t *main_out;       /* NULL, or where the output is also copied densely (dma_total_byte + 1 bytes) */
+    int layer;               /* index in the model, for messages */
+} kpu_layer_job;
+
+typedef struct kpu_backend kpu_backend;
+struct kpu_backend {
+    const char *name;
+    uint8_t *ram; /* the 2 MiB KPU RAM as the CPU sees it */
+    int (*run_layer)(kpu_backend *self, const kpu_layer_job *job, okpu_error *err);
+    void (*destroy)(kpu_backend *self);
+};
+
+/* The bit-exact software KPU. Allocates its 2 MiB RAM through opts->allocator. NULL + err on failure. */
+kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err);
+
+/* Backend selected by opts->backend. The K210 backend exists only in board builds (OKPU_HAVE_K210_HW). */
+kpu_backend *kpu_backend_create(const okpu_options *opts, okpu_error *err);
+
+#endif

@@ -1,0 +1,29 @@
+/* KPU RAM layout of a feature map (kpu-reference.md section 5): channels are packed several to a 64-byte row
+ * when the image is narrow. */
+#ifndef OKPU_KPU_LAYOUT_H
+#define OKPU_KPU_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kpu_layout {
+    uint32_t groups;    /* channels sharing a row: 4 (W<=16), 2 (W<=32), 1 */
+    uint32_t row_len;   /* 64-byte rows per image row */
+    uint32_t row_pitch; /* byte distance between channels in the same row */
+} kpu_layout;
+
+kpu_layout kpu_layout_for_width(uint32_t width);
+
+/* 64-byte rows a WxHxC map occupies. */
+uint32_t kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels);
+
+/* Byte offset of (c, y, x) from the map's first row. */
+size_t kpu_layout_offset(const kpu_layout *l, uint32_t height, uint32_t c, uint32_t y, uint32_t x);
+
+/* Dense planar NCHW u8 <-> KPU layout at row `row` of `ram` (2 MiB). The caller checks the region fits. */
+void kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
+                       uint32_t channels);
+void kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
+                         uint32_t channels);
+
+#endif

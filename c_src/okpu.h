@@ -1,0 +1,167 @@
+/*
+ * openkpu: public API of the portable C core.
+ *
+ * Binding-agnostic: no Python or MicroPython types. Bindings (CPython, MicroPython) and the C tests use only
+ * this header. All integers in model files are little-endian; the core never assumes host alignment of the
+ * model buffer (every field is read byte by byte).
+ */
+#ifndef OKPU_H
+#define OKPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OKPU_KPU_RAM_SIZE (2u * 1024u * 1024u) /* the KPU's own SRAM */
+#define OKPU_KPU_ROW_BYTES 64u
+#define OKPU_KPU_RAM_ROWS (OKPU_KPU_RAM_SIZE / OKPU_KPU_ROW_BYTES) /* 32768 */
+#define OKPU_BOARD_SRAM_SIZE (6u * 1024u * 1024u)                   /* general SRAM of a K210 */
+#define OKPU_MODEL_ALIGN_SLACK 256u /* MaixPy over-allocates the model by this to 256-align it */
+
+/* MaixPy's error codes (SIPEED_KPU_ERR_*), kept numerically identical: users search for them. */
+typedef enum okpu_status {
+    OKPU_OK = 0,
+    OKPU_ERR_PARAM = 2001,
+    OKPU_ERR_KMODEL_VERSION = 2002,
+    OKPU_ERR_KMODEL_FORMAT = 2003,
+    OKPU_ERR_DECRYPT = 2004,
+    OKPU_ERR_READ_FILE = 2005,
+    OKPU_ERR_NO_MEM = 2006,
+    OKPU_ERR_GET_CONV_LAYER = 2007,
+    OKPU_ERR_RUN_MODEL = 2008,
+    OKPU_ERR_MODELS_FULL = 2009,
+    OKPU_ERR_PERMITION = 2010,
+    OKPU_ERR_IDX_OUTRANGE = 2011,
+    OKPU_ERR_SIZE_NOTMATCH = 2012,
+    OKPU_ERR_OUTPUTS_NODONE = 2013,
+    OKPU_ERR_NOT_IMPLEMENT = 2014,
+    OKPU_ERR_UNKNOWN = 2015
+} okpu_status;
+
+/* An error says what was expected, what was found, where (layer, byte offset) and what to do. */
+typedef struct okpu_error {
+    int code;     /* okpu_status */
+    int layer;    /* layer / node index, or -1 */
+    long offset;  /* absolute byte offset in the model file, or -1 */
+    char message[512];
+} okpu_error;
+
+/* "ERR_KMODEL_FORMAT" etc.; "ERR_UNKNOWN" for codes outside the table. */
+const char *okpu_status_name(int code);
+
+typedef enum okpu_dtype { OKPU_DTYPE_F32 = 0, OKPU_DTYPE_U8 = 1 } okpu_dtype;
+
+/* Where public sources disagree (kpu-reference.md section 8) the default follows the chip or the runtime
+ * MaixPy ships; the alternatives stay selectable so they can be checked against hardware. */
+typedef enum okpu_round_mode {
+    OKPU_ROUND_HALF_EVEN = 0, /* nncase v0.2 / v1.0 activation shift */
+    OKPU_ROUND_HALF_UP = 1,   /* (v + 2^(s-1)) >> s: nncase v0.2.0-beta4 quantized CPU ops */
+    OKPU_ROUND_SDK_CARRY = 2  /* kpu_carry_shift of the SDK's kpu.c (odd-bit carry) */
+} okpu_round_mode;
+
+typedef enum okpu_conv_offset_mode {
+    OKPU_CONV_OFFSET_PER_CHANNEL = 0, /* the chip: offset terms floored per input channel (section 4.1) */
+    OKPU_CONV_OFFSET_ONCE = 1         /* nncase's emulators: floored once over the whole sum */
+} okpu_conv_offset_mode;
+
+typedef enum okpu_mean_border_mode {
+    OKPU_MEAN_BORDER_REPLICATE = 0, /* nncase v0.2: out-of-range taps clamp to the edge, divide by f*f */
+    OKPU_MEAN_BORDER_IN_RANGE = 1   /* nncase v0.1: average only the in-range taps */
+} okpu_mean_border_mode;
+
+typedef enum okpu_backend_kind { OKPU_BACKEND_EMULATOR = 0, OKPU_BACKEND_K210 = 1 } okpu_backend_kind;
+
+/* Memory hooks so MicroPython can route allocations to its own heap. NULL = malloc/free. */
+typedef struct okpu_allocator {
+    void *(*alloc)(void *ctx, size_t size); /* zeroed memory or NULL */
+    void (*free)(void *ctx, void *ptr, size_t size);
+    void *ctx;
+} okpu_allocator;
+
+typedef struct okpu_options {
+    okpu_conv_offset_mode conv_offset;
+    okpu_round_mode act_round;      /* KPU activation shift: default HALF_EVEN */
+    okpu_round_mode v3_quant_round; /* v3 quantized CPU layers: default SDK_CARRY (the SDK's kpu.c runs them) */
+    okpu_round_mode v4_quant_round; /* v4 quantized CPU ops: default HALF_UP (nncase v0.2 runtime) */
+    okpu_mean_border_mode mean_border;
+    okpu_backend_kind backend;
+    const okpu_allocator *allocator;
+} okpu_options;
+
+void okpu_options_default(okpu_options *opts);
+
+/* A tensor as the API shows it: NCHW shape (unknown dims are 1), element type, byte size. */
+typedef struct okpu_tensor {
+    okpu_dtype dtype;
+    uint32_t n, c, h, w;
+    uint32_t bytes;
+    int layer; /* index of the layer that produced it, -1 for model inputs */
+} okpu_tensor;
+
+/* Per-layer description: MaixPy's netinfo fields plus what the tools need. */
+typedef struct okpu_layer_info {
+    int index;
+    uint32_t type;         /* v3 layer type id or v4 opcode */
+    const char *type_name; /* "K210_CONV", "kpu_conv2d", ... */
+    uint32_t body_offset;  /* absolute file offset of the body */
+    uint32_t body_size;    /* declared body size */
+    int is_kpu;            /* a KPU convolution layer: the fields below come from its layer-argument words */
+    uint32_t wi, hi, chi, wo, ho, cho;
+    int depthwise, kernel_type, pool_type;
+    uint32_t para_size; /* KPU: para_size field; other layers: body size (MaixPy's convention) */
+    uint64_t macs;      /* multiply-accumulates this layer performs on the KPU (0 for CPU layers) */
+    okpu_tensor output; /* what the layer writes (the output of a run stopped after this layer) */
+} okpu_layer_info;
+
+/* What the model costs on a K210. */
+typedef struct okpu_memory_info {
+    size_t model_bytes;     /* size of the model file */
+    size_t model_alloc;     /* model_bytes + OKPU_MODEL_ALIGN_SLACK, as MaixPy allocates it */
+    size_t main_mem;        /* CPU main buffer (v3 main_mem_usage, v4 main_mem) */
+    size_t context_bytes;   /* the runtime's own bookkeeping for this model */
+    size_t sram_total;      /* model_alloc + main_mem + context_bytes: bytes taken from the 6 MiB */
+    uint32_t kpu_rows_used; /* distinct 64-byte KPU RAM rows any layer reads or writes */
+    uint32_t kpu_row_lo;    /* lowest row touched (OKPU_KPU_RAM_ROWS when none) */
+    uint32_t kpu_row_hi;    /* one past the highest row touched (0 when none) */
+    uint64_t kpu_macs;      /* multiply-accumulates of one full forward pass on the KPU */
+} okpu_memory_info;
+
+typedef struct okpu_model okpu_model;
+
+/* Validate and load a model. The core does NOT copy `data`: it must outlive the model (on the board it is the
+ * model buffer; bindings keep their bytes object alive). Returns NULL and fills `err` on failure.
+ * `opts` may be NULL for the defaults. */
+okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options *opts, okpu_error *err);
+void okpu_model_free(okpu_model *model);
+
+int okpu_model_version(const okpu_model *model); /* 3 or 4 */
+const okpu_options *okpu_model_options(const okpu_model *model);
+
+int okpu_model_input_count(const okpu_model *model);
+int okpu_model_input(const okpu_model *model, int index, okpu_tensor *out);
+/* Copy one input into place (planar u8 CHW images, float32 vectors). `size` must equal the input's bytes. */
+int okpu_model_set_input(okpu_model *model, int index, const void *data, size_t size, okpu_error *err);
+
+/* Run layers [0, n_layers) (n_layers <= 0 or > count: all). After a partial run, output 0 is the last layer's
+ * output and the other outputs are unavailable. */
+int okpu_model_run(okpu_model *model, int n_layers, okpu_error *err);
+
+int okpu_model_output_count(const okpu_model *model);
+/* Describe output `index` of the last run and point `*data` at its bytes (valid until the next run or free).
+ * Returns OKPU_ERR_IDX_OUTRANGE for a bad index, OKPU_ERR_RUN_MODEL if nothing ran yet. */
+int okpu_model_output(const okpu_model *model, int index, okpu_tensor *out, const uint8_t **data, okpu_error *err);
+
+int okpu_model_layer_count(const okpu_model *model);
+int okpu_model_layer_info(const okpu_model *model, int index, okpu_layer_info *out);
+void okpu_model_memory(const okpu_model *model, okpu_memory_info *out);
+
+/* The emulated KPU RAM (2 MiB) for inspection, NULL on the hardware backend. */
+const uint8_t *okpu_model_kpu_ram(const okpu_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OKPU_H */
