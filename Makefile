@@ -11,7 +11,7 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-.PHONY: help core cross ctest-build install test bench clean
+.PHONY: help core cross ctest ctest-build install test bench clean
 
 help:
 	@echo "make install   pip-install the package (C extension + KPU shim + host tools)"
@@ -35,3 +35,18 @@ cross: $(CORE_SRC) $(CORE_HDR)
 
 clean:
 	rm -rf $(BUILD) *.egg-info
+
+# C tests and tools under AddressSanitizer + UBSan: every tests_host/c/test_*.c is a program that exits non-zero
+# on failure; okpu_run is the command-line driver the malformed-input tests feed files to.
+SAN_DIR   := $(BUILD)/san
+CTESTS    := $(patsubst tests_host/c/%.c,$(SAN_DIR)/%,$(sort $(wildcard tests_host/c/test_*.c)))
+SAN_TOOLS := $(SAN_DIR)/okpu_run
+
+$(SAN_DIR)/%: tests_host/c/%.c $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(SAN_DIR)
+	$(CC) $(CSTD) $(SAN) -Ic_src -o $@ $< $(CORE_SRC) -lm
+
+ctest-build: $(CTESTS) $(SAN_TOOLS)
+
+ctest: ctest-build
+	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
