@@ -1,0 +1,424 @@
+/*
+ * _kpu: the CPython binding of the openkpu C core (c_src/okpu.h).
+ *
+ * Binding only: argument conversion, exceptions, copies of results. Everything about models lives in the core.
+ * The same small API is meant to be re-implemented as a MicroPython native module, so it stays plain:
+ *
+ *   m = _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0)
+ *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
+ *   m.layers(); m.memory(); m.kpu_ram(); m.free()
+ *   _kpu.status_name(code)
+ *
+ * Errors: load failures -> ValueError("[MAIXPY]kpu: load error:<code>, <name>: <message>"); an input of the wrong
+ * size -> ValueError("[MAIXPY]kpu: check img format err! error:2012, ERR_SIZE_NOTMATCH: <message>"); run and
+ * output failures -> OSError(code, "[MAIXPY]kpu: ..."); wrong argument types -> TypeError; any use after free() ->
+ * ValueError("model was freed (deinit)").
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "okpu.h"
+
+typedef struct {
+    PyObject_HEAD
+    okpu_model *model; /* NULL once freed */
+    Py_buffer view;    /* the model bytes: the core does not copy them, so the buffer is held until free */
+    int has_view;
+} ModelObject;
+
+static const char FREED_MSG[] = "model was freed (deinit)";
+
+static char dtype_code(okpu_dtype dtype)
+{
+    return dtype == OKPU_DTYPE_F32 ? 'f' : 'B';
+}
+
+static PyObject *typecode_str(okpu_dtype dtype)
+{
+    char c = dtype_code(dtype);
+    return PyUnicode_FromStringAndSize(&c, 1);
+}
+
+/* Release the model and the buffer it points into. Idempotent. */
+static void model_release(ModelObject *self)
+{
+    if (self->model) {
+        okpu_model_free(self->model);
+        self->model = NULL;
+    }
+    if (self->has_view) {
+        PyBuffer_Release(&self->view);
+        self->has_view = 0;
+    }
+}
+
+static int check_live(ModelObject *self)
+{
+    if (!self->model) {
+        PyErr_SetString(PyExc_ValueError, FREED_MSG);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *raise_oserror(const char *what, const okpu_error *err, int code)
+{
+    PyObject *exc_args;
+    if (code == OKPU_OK)
+        code = OKPU_ERR_UNKNOWN;
+    /* OSError(code, message): errno = the MaixPy code, and the code is in the message too. */
+    exc_args = Py_BuildValue("(iN)", code,
+                             PyUnicode_FromFormat("[MAIXPY]kpu: %s error:%d, %s: %s", what, code,
+                                                  okpu_status_name(code),
+                                                  (err && err->message[0]) ? err->message : "(no details)"));
+    if (!exc_args)
+        return NULL;
+    PyErr_SetObject(PyExc_OSError, exc_args);
+    Py_DECREF(exc_args);
+    return NULL;
+}
+
+/* ---- Model.__new__ / dealloc -------------------------------------------------------------------------------- */
+
+static int check_enum(const char *name, int value, int max)
+{
+    if (value < 0 || value > max) {
+        PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: load error:%d, %s: option %s=%d out of range 0..%d",
+                     OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), name, value, max);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"data", "conv_offset", "act_round", "v3_quant_round", "v4_quant_round", "mean_border",
+                             NULL};
+    PyObject *data;
+    okpu_options opts;
+    int conv_offset, act_round, v3_round, v4_round, mean_border;
+    ModelObject *self;
+    okpu_error err;
+
+    okpu_options_default(&opts);
+    conv_offset = (int)opts.conv_offset;
+    act_round = (int)opts.act_round;
+    v3_round = (int)opts.v3_quant_round;
+    v4_round = (int)opts.v4_quant_round;
+    mean_border = (int)opts.mean_border;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iiiii:Model", kwlist, &data, &conv_offset, &act_round,
+                                     &v3_round, &v4_round, &mean_border))
+        return NULL;
+    if (!PyObject_CheckBuffer(data)) {
+        PyErr_Format(PyExc_TypeError, "Model() data must be a bytes-like object (the kmodel file), not %.100s",
+                     Py_TYPE(data)->tp_name);
+        return NULL;
+    }
+    if (!check_enum("conv_offset", conv_offset, OKPU_CONV_OFFSET_ONCE) ||
+        !check_enum("act_round", act_round, OKPU_ROUND_SDK_CARRY) ||
+        !check_enum("v3_quant_round", v3_round, OKPU_ROUND_SDK_CARRY) ||
+        !check_enum("v4_quant_round", v4_round, OKPU_ROUND_SDK_CARRY) ||
+        !check_enum("mean_border", mean_border, OKPU_MEAN_BORDER_IN_RANGE))
+        return NULL;
+    opts.conv_offset = (okpu_conv_offset_mode)conv_offset;
+    opts.act_round = (okpu_round_mode)act_round;
+    opts.v3_quant_round = (okpu_round_mode)v3_round;
+    opts.v4_quant_round = (okpu_round_mode)v4_round;
+    opts.mean_border = (okpu_mean_border_mode)mean_border;
+
+    self = (ModelObject *)type->tp_alloc(type, 0);
+    if (!self)
+        return NULL;
+    self->model = NULL;
+    self->has_view = 0;
+    if (PyObject_GetBuffer(data, &self->view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->has_view = 1;
+
+    memset(&err, 0, sizeof err);
+    err.layer = -1;
+    err.offset = -1;
+    self->model = okpu_model_load((const uint8_t *)self->view.buf, (size_t)self->view.len, &opts, &err);
+    if (!self->model) {
+        int code = err.code ? err.code : OKPU_ERR_UNKNOWN;
+        PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: load error:%d, %s: %s", code, okpu_status_name(code),
+                     err.message[0] ? err.message : "(no details)");
+        Py_DECREF(self); /* dealloc releases the buffer */
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void Model_dealloc(ModelObject *self)
+{
+    model_release(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* ---- methods ------------------------------------------------------------------------------------------------- */
+
+static PyObject *Model_version(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    return PyLong_FromLong(okpu_model_version(self->model));
+}
+
+static PyObject *Model_inputs(ModelObject *self, PyObject *unused)
+{
+    PyObject *list;
+    int i, count;
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    count = okpu_model_input_count(self->model);
+    list = PyList_New(0);
+    if (!list)
+        return NULL;
+    for (i = 0; i < count; i++) {
+        okpu_tensor t;
+        PyObject *item;
+        if (okpu_model_input(self->model, i, &t) != OKPU_OK)
+            continue;
+        item = Py_BuildValue("(NkkkkI)", typecode_str(t.dtype), (unsigned long)t.n, (unsigned long)t.c,
+                             (unsigned long)t.h, (unsigned long)t.w, (unsigned int)t.bytes);
+        if (!item || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+static PyObject *Model_set_input(ModelObject *self, PyObject *args)
+{
+    int index, rc;
+    Py_buffer buf;
+    okpu_error err;
+
+    if (!PyArg_ParseTuple(args, "iy*:set_input", &index, &buf))
+        return NULL;
+    if (!check_live(self)) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    memset(&err, 0, sizeof err);
+    rc = okpu_model_set_input(self->model, index, buf.buf, (size_t)buf.len, &err);
+    PyBuffer_Release(&buf);
+    if (rc != OKPU_OK) {
+        const char *msg = err.message[0] ? err.message : "(no details)";
+        if (rc == OKPU_ERR_SIZE_NOTMATCH)
+            PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: check img format err! error:%d, %s: %s", rc,
+                         okpu_status_name(rc), msg);
+        else
+            PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: set input error:%d, %s: %s", rc, okpu_status_name(rc),
+                         msg);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"n_layers", NULL};
+    int n_layers = 0, rc;
+    okpu_error err;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|i:run", kwlist, &n_layers))
+        return NULL;
+    if (!check_live(self))
+        return NULL;
+    memset(&err, 0, sizeof err);
+    rc = okpu_model_run(self->model, n_layers, &err);
+    if (rc != OKPU_OK)
+        return raise_oserror("run", &err, rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Model_output_count(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    return PyLong_FromLong(okpu_model_output_count(self->model));
+}
+
+static PyObject *Model_output(ModelObject *self, PyObject *args)
+{
+    int index, rc;
+    okpu_tensor t;
+    const uint8_t *data = NULL;
+    okpu_error err;
+
+    if (!PyArg_ParseTuple(args, "i:output", &index))
+        return NULL;
+    if (!check_live(self))
+        return NULL;
+    memset(&err, 0, sizeof err);
+    memset(&t, 0, sizeof t);
+    rc = okpu_model_output(self->model, index, &t, &data, &err);
+    if (rc != OKPU_OK)
+        return raise_oserror("get output", &err, rc);
+    return Py_BuildValue("(y#Nkkkki)", (const char *)data, (Py_ssize_t)(data ? t.bytes : 0), typecode_str(t.dtype),
+                         (unsigned long)t.n, (unsigned long)t.c, (unsigned long)t.h, (unsigned long)t.w, t.layer);
+}
+
+static PyObject *Model_layers(ModelObject *self, PyObject *unused)
+{
+    PyObject *list;
+    int i, count;
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    count = okpu_model_layer_count(self->model);
+    list = PyList_New(0);
+    if (!list)
+        return NULL;
+    for (i = 0; i < count; i++) {
+        okpu_layer_info li;
+        PyObject *item;
+        memset(&li, 0, sizeof li);
+        if (okpu_model_layer_info(self->model, i, &li) != OKPU_OK)
+            continue;
+        item = Py_BuildValue("(ikskkikkkkkkiiikKNkkkk)", li.index, (unsigned long)li.type,
+                             li.type_name ? li.type_name : "?", (unsigned long)li.body_offset,
+                             (unsigned long)li.body_size, li.is_kpu, (unsigned long)li.wi, (unsigned long)li.hi,
+                             (unsigned long)li.chi, (unsigned long)li.wo, (unsigned long)li.ho, (unsigned long)li.cho,
+                             li.depthwise, li.kernel_type, li.pool_type, (unsigned long)li.para_size,
+                             (unsigned long long)li.macs, typecode_str(li.output.dtype), (unsigned long)li.output.n,
+                             (unsigned long)li.output.c, (unsigned long)li.output.h, (unsigned long)li.output.w);
+        if (!item || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+static PyObject *Model_memory(ModelObject *self, PyObject *unused)
+{
+    okpu_memory_info mi;
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    memset(&mi, 0, sizeof mi);
+    okpu_model_memory(self->model, &mi);
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:k,s:k,s:k,s:K}", "model_bytes", (Py_ssize_t)mi.model_bytes,
+                         "model_alloc", (Py_ssize_t)mi.model_alloc, "main_mem", (Py_ssize_t)mi.main_mem,
+                         "context_bytes", (Py_ssize_t)mi.context_bytes, "sram_total", (Py_ssize_t)mi.sram_total,
+                         "kpu_rows_used", (unsigned long)mi.kpu_rows_used, "kpu_row_lo", (unsigned long)mi.kpu_row_lo,
+                         "kpu_row_hi", (unsigned long)mi.kpu_row_hi, "kpu_macs", (unsigned long long)mi.kpu_macs);
+}
+
+static PyObject *Model_kpu_ram(ModelObject *self, PyObject *unused)
+{
+    const uint8_t *ram;
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    ram = okpu_model_kpu_ram(self->model);
+    if (!ram)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)ram, (Py_ssize_t)OKPU_KPU_RAM_SIZE);
+}
+
+static PyObject *Model_free(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    model_release(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Model_freed(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(self->model == NULL);
+}
+
+static PyMethodDef Model_methods[] = {
+    {"version", (PyCFunction)Model_version, METH_NOARGS, "kmodel format version (3 or 4)."},
+    {"inputs", (PyCFunction)Model_inputs, METH_NOARGS,
+     "List of inputs as (typecode, n, c, h, w, nbytes); typecode 'B' (planar u8 CHW) or 'f' (float32)."},
+    {"set_input", (PyCFunction)Model_set_input, METH_VARARGS,
+     "set_input(index, buffer): copy a bytes-like input of exactly nbytes into place."},
+    {"run", (PyCFunction)(void (*)(void))Model_run, METH_VARARGS | METH_KEYWORDS,
+     "run(n_layers=0): run layers [0, n_layers) (<= 0: all). Raises OSError on failure."},
+    {"output_count", (PyCFunction)Model_output_count, METH_NOARGS, "Number of model outputs."},
+    {"output", (PyCFunction)Model_output, METH_VARARGS,
+     "output(index) -> (bytes, typecode, n, c, h, w, layer): a copy of output index of the last run."},
+    {"layers", (PyCFunction)Model_layers, METH_NOARGS,
+     "Per-layer tuples (index, type, type_name, body_offset, body_size, is_kpu, wi, hi, chi, wo, ho, cho, "
+     "depthwise, kernel_type, pool_type, para_size, macs, out_typecode, out_n, out_c, out_h, out_w)."},
+    {"memory", (PyCFunction)Model_memory, METH_NOARGS, "What the model costs on a K210 (okpu_memory_info as a dict)."},
+    {"kpu_ram", (PyCFunction)Model_kpu_ram, METH_NOARGS, "A copy of the emulated 2 MiB KPU RAM, or None."},
+    {"free", (PyCFunction)Model_free, METH_NOARGS, "Free the model now (idempotent)."},
+    {"freed", (PyCFunction)Model_freed, METH_NOARGS, "True after free()."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ModelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_kpu.Model",
+    .tp_basicsize = sizeof(ModelObject),
+    .tp_dealloc = (destructor)Model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0)\n\n"
+              "A loaded kmodel (v3/v4). `data` is any bytes-like object; it is referenced, not copied.",
+    .tp_methods = Model_methods,
+    .tp_new = Model_new,
+};
+
+/* ---- module -------------------------------------------------------------------------------------------------- */
+
+static PyObject *kpu_status_name(PyObject *module, PyObject *arg)
+{
+    long code;
+    (void)module;
+    code = PyLong_AsLong(arg);
+    if (code == -1 && PyErr_Occurred())
+        return NULL;
+    return PyUnicode_FromString(okpu_status_name((int)code));
+}
+
+static PyMethodDef module_methods[] = {
+    {"status_name", kpu_status_name, METH_O, "status_name(code) -> 'ERR_KMODEL_FORMAT' etc."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef kpu_module = {
+    PyModuleDef_HEAD_INIT, "_kpu",
+    "CPython binding of the openkpu C core (kmodel loader + KPU emulator). Users want `import KPU`.", -1,
+    module_methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__kpu(void);
+
+PyMODINIT_FUNC PyInit__kpu(void)
+{
+    PyObject *m;
+    if (PyType_Ready(&ModelType) < 0)
+        return NULL;
+    m = PyModule_Create(&kpu_module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&ModelType);
+    if (PyModule_AddObject(m, "Model", (PyObject *)&ModelType) < 0) {
+        Py_DECREF(&ModelType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(m, "KPU_RAM_SIZE", (long)OKPU_KPU_RAM_SIZE) < 0 ||
+        PyModule_AddIntConstant(m, "KPU_RAM_ROWS", (long)OKPU_KPU_RAM_ROWS) < 0 ||
+        PyModule_AddIntConstant(m, "KPU_ROW_BYTES", (long)OKPU_KPU_ROW_BYTES) < 0 ||
+        PyModule_AddIntConstant(m, "BOARD_SRAM_SIZE", (long)OKPU_BOARD_SRAM_SIZE) < 0 ||
+        PyModule_AddIntConstant(m, "MODEL_ALIGN_SLACK", (long)OKPU_MODEL_ALIGN_SLACK) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_MODELS_FULL", (long)OKPU_ERR_MODELS_FULL) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_SIZE_NOTMATCH", (long)OKPU_ERR_SIZE_NOTMATCH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,65 @@
+"""Build of the `_kpu` C extension, the `KPU` shim and the `openkpu` package.
+
+    pip install .
+
+`_kpu` = python/_kpumodule.c (the CPython binding) + every c_src/*/*.c (the portable C99 core, globbed at build
+time so new core files need no change here). The core is compiled with its own flags: -std=c99 -O2 -Wall -Wextra
+-Werror (the same warnings the Makefile enforces). Set OPENKPU_NO_WERROR=1 to drop -Werror, e.g. with a compiler
+newer than the one the project is checked with. The binding is compiled with -std=c99 -O2 -Wall -Wextra (no -Werror:
+Python's own headers are not ours to keep warning-free on every compiler).
+"""
+import glob
+import os
+
+from setuptools import setup, Extension
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CORE_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes"]
+if not os.environ.get("OPENKPU_NO_WERROR"):
+    CORE_FLAGS.append("-Werror")
+BINDING_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
+
+
+def core_sources():
+    # Relative paths: setuptools wants them, and the sdist / build tree keep the same layout.
+    return sorted(glob.glob(os.path.join("c_src", "*", "*.c")))
+
+
+class BuildExt(build_ext):
+    """Compile the core with its own warning flags, then link it into the extension."""
+
+    def build_extension(self, ext):
+        if ext.name == "_kpu":
+            sources = core_sources()
+            if not sources:
+                raise RuntimeError("no C core sources found under c_src/*/*.c")
+            objects = self.compiler.compile(
+                sources,
+                output_dir=self.build_temp,
+                include_dirs=["c_src"],
+                extra_postargs=CORE_FLAGS,
+                depends=sorted(glob.glob(os.path.join("c_src", "*.h")) + glob.glob(os.path.join("c_src", "*", "*.h"))),
+            )
+            ext.extra_objects = list(ext.extra_objects or []) + objects
+        build_ext.build_extension(self, ext)
+
+
+kpu_ext = Extension(
+    "_kpu",
+    sources=["python/_kpumodule.c"],
+    include_dirs=["c_src"],
+    extra_compile_args=BINDING_FLAGS,
+    libraries=["m"] if os.name == "posix" else [],
+    depends=["c_src/okpu.h"],
+)
+
+setup(
+    package_dir={"openkpu": "python/openkpu", "": "modules/KPU"},
+    packages=["openkpu", "openkpu.board"],
+    py_modules=["KPU"],
+    ext_modules=[kpu_ext],
+    cmdclass={"build_ext": BuildExt},
+    zip_safe=False,
+)
