@@ -1,0 +1,690 @@
+"""KPU: MaixPy's `KPU` module, reimplemented over openkpu's C core (`_kpu`).
+
+    import KPU as kpu
+    task = kpu.load("/sd/facedetect.kmodel")      # or kpu.load(0x300000) with a flash image, see set_flash_image
+    fmap = kpu.forward(task, img)                # img: an image.Image of the model's input size
+    print(fmap[:])
+    kpu.deinit(task)
+
+This file is valid MicroPython (it is compiled with mpy-cross): no f-strings, no typing, nothing beyond the subset
+MicroPython implements. On CPython `_kpu` is the C extension; on a board it is the native module with the same API.
+
+Functions: load, forward, get_output, set_layers, fmap, fmap_free, netinfo, deinit, memtest, memory,
+set_flash_image. (set_outputs, init_yolo2, run_yolo2, face_encode, face_compare and load_flash are not in this
+version yet.)
+
+Where this differs from MaixPy, on purpose:
+- `forward(net, img, out_index)`: the third argument is the OUTPUT INDEX (MaixPy's docs call it `end_layer`, but it
+  never was). Use `set_layers(net, n)` to stop after n layers.
+- fmap objects are SNAPSHOTS: a copy of the output taken when `forward`/`get_output` returned. In MaixPy an fmap
+  aliases the model's output buffer, so the next forward silently changes an fmap you kept; here it does not.
+- fmap `typecode()` works ('B' raw u8 KPU output, 'f' float32), and for 'f' maps `w()` is the ELEMENT count (MaixPy
+  reported the byte count). A float output that is a flat vector has w = count, h = ch = 1 (MaixPy's shape);
+  a float output with a real 3-D shape (e.g. a YOLO grid) reports its w, h, ch.
+- fmap buffer protocol: on CPython >= 3.12 `memoryview(fmap)` works (`__buffer__`); on every version
+  `fmap.data()` and `bytes(fmap)` give the raw bytes (a pure-Python class cannot export a buffer before 3.12, nor on
+  MicroPython).
+- Errors keep MaixPy's exception types and numeric codes and add what was expected, what was found, and where.
+- `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits;
+  `memory(net)` / `net.memory()` return the same figures as a dict.
+- `load(path)` does not insist on ".kmodel" in the file name.
+
+Flash offsets (`load(0x300000)`): on a PC the SPI flash is a file: `set_flash_image(path)` or (CPython) the
+environment variable OPENKPU_FLASH_IMAGE, naming a raw `.bin` dump from address 0 or (CPython) a `.kfpkg`. The model's
+size is read from its header (kmodel v3 / v4).
+"""
+import _kpu
+import gc
+import struct
+import sys
+
+try:
+    import os
+except ImportError:  # older MicroPython ports
+    import uos as os
+
+try:
+    import weakref as _weakref
+except ImportError:
+    _weakref = None
+
+_MICROPYTHON = sys.implementation.name == "micropython"
+
+MAX_MODELS = 5
+KPU_RAM_ROWS = 32768
+KPU_ROW_BYTES = 64
+KPU_RAM_SIZE = KPU_RAM_ROWS * KPU_ROW_BYTES  # 2 MiB
+BOARD_SRAM_SIZE = 6 * 1024 * 1024
+
+ERR_PARAM = 2001
+ERR_KMODEL_FORMAT = 2003
+ERR_READ_FILE = 2005
+ERR_MODELS_FULL = 2009
+ERR_SIZE_NOTMATCH = 2012
+
+_KMDL = 0x4B4D444C  # 'KMDL' read as a little-endian u32 (bytes "LDMK")
+_MAX_FLASH = 16 * 1024 * 1024  # the largest K210 board flash
+
+_flash_path = None
+_flash_reader = None
+
+# Loaded nets, for the 5-model limit and memtest(). Weak references on CPython so that dropping a net frees it.
+if _weakref is not None:
+    _nets = _weakref.WeakSet()
+else:
+    _nets = []
+
+
+def _status_name(code):
+    return _kpu.status_name(code)
+
+
+def _load_error(code, message):
+    return ValueError("[MAIXPY]kpu: load error:%d, %s: %s" % (code, _status_name(code), message))
+
+
+def _size_error(message):
+    return ValueError("[MAIXPY]kpu: check img format err! error:%d, %s: %s"
+                      % (ERR_SIZE_NOTMATCH, _status_name(ERR_SIZE_NOTMATCH), message))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Flash images
+
+
+class _RawFlash(object):
+    """A raw flash dump from address 0 (the MicroPython-side reader; CPython uses openkpu.flash)."""
+
+    def __init__(self, path):
+        self.path = path
+        f = open(path, "rb")
+        try:
+            f.seek(0, 2)
+            self._size = f.tell()
+        finally:
+            f.close()
+
+    def size(self):
+        return self._size
+
+    def read(self, address, size):
+        out = b""
+        if address < self._size:
+            f = open(self.path, "rb")
+            try:
+                f.seek(address)
+                out = f.read(size)
+            finally:
+                f.close()
+        if len(out) < size:
+            out = out + b"\xff" * (size - len(out))
+        return out
+
+
+def set_flash_image(path):
+    """Use `path` (a raw .bin flash dump from address 0, or on CPython a .kfpkg) for load(offset). None: unset."""
+    global _flash_path, _flash_reader
+    _flash_path = path
+    _flash_reader = None
+    if path is not None:
+        _flash()  # open it now so a wrong path fails here, not at load()
+    return True
+
+
+def _flash():
+    global _flash_path, _flash_reader
+    if _flash_reader is not None:
+        return _flash_reader
+    path = _flash_path
+    if path is None and not _MICROPYTHON:
+        environ = getattr(os, "environ", None)
+        if environ is not None:
+            path = environ.get("OPENKPU_FLASH_IMAGE")
+    if not path:
+        raise _load_error(ERR_READ_FILE, "no flash image to read the model from: on a PC call "
+                          "KPU.set_flash_image(path) or set OPENKPU_FLASH_IMAGE to a raw .bin flash dump or a .kfpkg, "
+                          "or load the .kmodel file by its path")
+    try:
+        if _MICROPYTHON:
+            reader = _RawFlash(path)
+        else:
+            from openkpu import flash as _flashmod
+            reader = _flashmod.open_image(path)
+    except (OSError, ValueError) as e:
+        raise _load_error(ERR_READ_FILE, "cannot open flash image %s: %s" % (path, e))
+    _flash_path = path
+    _flash_reader = reader
+    return reader
+
+
+def _u32s(data, count):
+    return struct.unpack("<%dI" % count, data)
+
+
+def _sum_bodies(table, count):
+    words = _u32s(table, 2 * count)
+    total = 0
+    i = 1
+    while i < 2 * count:
+        total += words[i]
+        i += 2
+    return total
+
+
+def _model_size(reader, offset):
+    """The size of the kmodel at `offset`, from its header; None when no v3/v4 header is there."""
+    w0, w1 = _u32s(reader.read(offset, 8), 2)
+    if w0 == 3:
+        h = _u32s(reader.read(offset, 28), 7)
+        layers, outputs = h[3], h[6]
+        if layers > 0xFFFF or outputs > 0xFFFF:
+            raise _load_error(ERR_KMODEL_FORMAT, "kmodel v3 header at flash 0x%x declares %d layers and %d outputs: "
+                              "not a model" % (offset, layers, outputs))
+        pos = 28 + 8 * outputs
+        return pos + 8 * layers + _sum_bodies(reader.read(offset + pos, 8 * layers), layers)
+    if w0 == _KMDL and w1 == 4:
+        h = _u32s(reader.read(offset, 40), 10)
+        constants, nodes, inputs, outputs = h[4], h[6], h[7], h[8]
+        if nodes > 0xFFFF or inputs > 0xFFFF or outputs > 0xFFFF or constants > _MAX_FLASH:
+            raise _load_error(ERR_KMODEL_FORMAT, "kmodel v4 header at flash 0x%x declares %d nodes, %d inputs, "
+                              "%d outputs, %d constant bytes: not a model" % (offset, nodes, inputs, outputs,
+                                                                              constants))
+        pos = 40 + 32 * inputs + 16 * outputs + constants
+        return pos + 8 * nodes + _sum_bodies(reader.read(offset + pos, 8 * nodes), nodes)
+    return None
+
+
+def _read_flash(offset):
+    reader = _flash()
+    end = reader.size()
+    if offset >= end:
+        raise _load_error(ERR_READ_FILE, "flash offset 0x%x is past the end of the flash image %s (0x%x bytes)"
+                          % (offset, _flash_path, end))
+    size = _model_size(reader, offset)
+    if size is None:
+        # Not v3/v4: hand the core the first bytes so it names the format (v5, encrypted, erased flash, ...).
+        size = 64
+    if size > _MAX_FLASH:
+        raise _load_error(ERR_KMODEL_FORMAT, "the header at flash 0x%x declares a %d-byte model, more than a "
+                          "K210 flash holds" % (offset, size))
+    if offset + size > end:
+        size = end - offset  # the core accepts a last body whose alignment padding was never written
+    return reader.read(offset, size)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kpu_net
+
+
+class kpu_net(object):
+    """A loaded model (what load() returns)."""
+
+    def __init__(self, model, data, addr, path):
+        self._model = model
+        self._data = data
+        self._size = len(data)
+        self._addr = addr
+        self._path = path
+        self._layers = 0
+        self._version = model.version()
+        self._nlayers = len(model.layers())
+
+    def model_addr(self):
+        """Flash offset the model was loaded from; -1 when loaded from a file."""
+        return self._addr
+
+    def model_size(self):
+        return self._size
+
+    def model_path(self):
+        """File path the model was loaded from; None when loaded from flash."""
+        return self._path
+
+    def net_arg(self):
+        """The native model handle (_kpu.Model)."""
+        return self._model
+
+    def memory(self):
+        return memory(self)
+
+    def _live(self):
+        if self._model.freed():
+            raise ValueError("[MAIXPY]kpu: model was freed (deinit): load it again")
+        return self._model
+
+    def _free(self):
+        if self._model is not None:
+            self._model.free()
+        self._data = None
+
+    def __del__(self):
+        try:
+            self._free()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        if self._model.freed():
+            args = "freed"
+        else:
+            args = "kmodel v%d, %d layers" % (self._version, self._nlayers)
+        return '{"model_addr": %d, "model_size": %d, "model_path": "%s", "net_args": "%s"}' % (
+            self._addr, self._size, self._path, args)
+
+    __str__ = __repr__
+
+
+def _live_nets():
+    return [n for n in _nets if not n._model.freed()]
+
+
+def _check_slots():
+    live = _live_nets()
+    if len(live) >= MAX_MODELS:
+        gc.collect()  # nets only reachable from reference cycles
+        live = _live_nets()
+    if len(live) >= MAX_MODELS:
+        raise _load_error(ERR_MODELS_FULL, "%d models are loaded already, the most MaixPy allows at once: call "
+                          "kpu.deinit(net) on one you no longer need (loaded: %s)"
+                          % (len(live), ", ".join([_net_name(n) for n in live])))
+
+
+def _net_name(net):
+    if net._path is not None:
+        return str(net._path)
+    return "flash 0x%x" % net._addr
+
+
+def _read_file(path):
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise _load_error(ERR_READ_FILE, "cannot open model file '%s': %s" % (path, e))
+    try:
+        return f.read()
+    finally:
+        f.close()
+
+
+def load(path_or_offset):
+    """load(path) or load(flash_offset) -> kpu_net."""
+    arg = path_or_offset
+    if not _MICROPYTHON and not isinstance(arg, (str, int)) and hasattr(arg, "__fspath__"):
+        arg = arg.__fspath__()
+    if isinstance(arg, bool) or not isinstance(arg, (str, int)):
+        raise TypeError("kpu.load() takes a file path (str) or a flash offset (int > 0), not %s"
+                        % type(path_or_offset).__name__)
+    if isinstance(arg, int) and arg <= 0:
+        raise _load_error(ERR_PARAM, "flash offset must be > 0, got %d" % arg)
+    _check_slots()
+    if isinstance(arg, str):
+        data = _read_file(arg)
+        addr, path, where = -1, arg, None
+    else:
+        data = _read_flash(arg)
+        addr, path, where = arg, None, "model read from flash image %s at 0x%x" % (_flash_path, arg)
+    try:
+        model = _kpu.Model(data)
+    except ValueError as e:
+        if where is None:
+            raise
+        raise ValueError("%s (%s)" % (e, where))
+    net = kpu_net(model, data, addr, path)
+    if _weakref is not None:
+        _nets.add(net)
+    else:
+        _nets.append(net)
+    return net
+
+
+def deinit(net):
+    """Free the model now. Safe to call twice."""
+    _check_net(net)
+    net._free()
+    if _weakref is None and net in _nets:
+        _nets.remove(net)
+    return True
+
+
+def _check_net(net):
+    if not isinstance(net, kpu_net):
+        raise TypeError("expected a kpu_net (from kpu.load()), not %s" % type(net).__name__)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running
+
+
+def set_layers(net, n):
+    """Run only layers 0..n-1 on the next forward (n <= 0: all). Output 0 then is layer n-1's output."""
+    _check_net(net)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError("set_layers() layer count must be an int, not %s" % type(n).__name__)
+    m = net._live()
+    count = len(m.layers())
+    if n > count:
+        raise ValueError("[MAIXPY]kpu: set_layers error:%d, %s: the model has %d layers, asked for %d"
+                         % (ERR_PARAM, _status_name(ERR_PARAM), count, n))
+    net._layers = n if n > 0 else 0
+    return True
+
+
+def _describe_input(inp):
+    tc, n, c, h, w, nbytes = inp
+    if tc == "f":
+        return "%d float32 values (%d bytes)" % (nbytes // 4, nbytes)
+    return "%dx%dx%d (w x h x ch) planar u8 image = %d bytes" % (w, h, c * n, nbytes)
+
+
+def _nbytes(obj):
+    try:
+        return memoryview(obj).nbytes
+    except (AttributeError, TypeError):
+        return len(obj)
+
+
+def _input_bytes(obj, inp):
+    tc, n, c, h, w, nbytes = inp
+    if hasattr(obj, "ai_data"):
+        iw, ih, ich, data = obj.ai_data()
+        if tc != "B" or iw != w or ih != h or ich != c * n:
+            raise _size_error("the model input is %s, the image is %dx%dx%d (w x h x ch): resize it (and "
+                              "to_grayscale() for 1 channel) to match" % (_describe_input(inp), iw, ih, ich))
+        return data
+    if isinstance(obj, (list, tuple)):
+        if tc == "f":
+            count = nbytes // 4
+            if len(obj) != count:
+                raise _size_error("the model input is %s, got a %s of %d values"
+                                  % (_describe_input(inp), type(obj).__name__, len(obj)))
+            vals = []
+            for v in obj:
+                vals.append(float(v))
+            return struct.pack("<%df" % count, *vals)
+        if len(obj) != nbytes:
+            raise _size_error("the model input is %s, got a %s of %d values"
+                              % (_describe_input(inp), type(obj).__name__, len(obj)))
+        return bytes(bytearray(obj))
+    if isinstance(obj, str):
+        raise TypeError("forward() takes an image, a bytes-like input or a list of floats, not str")
+    try:
+        size = _nbytes(obj)
+    except TypeError:
+        raise TypeError("forward() takes an image (with the AI buffer), a bytes-like input of the model's input "
+                        "size, or a list of floats for a float input; not %s" % type(obj).__name__)
+    if size != nbytes:
+        raise _size_error("the model input is %s, got %d bytes" % (_describe_input(inp), size))
+    return obj
+
+
+def forward(net, img_or_data, out_index=0):
+    """Run the model (or its first n layers after set_layers) on an image / bytes / float list; fmap of out_index."""
+    _check_net(net)
+    if isinstance(out_index, bool) or not isinstance(out_index, int):
+        raise TypeError("forward() output index must be an int, not %s" % type(out_index).__name__)
+    m = net._live()
+    inputs = m.inputs()
+    if not inputs:
+        raise OSError(ERR_KMODEL_FORMAT, "[MAIXPY]kpu: the model declares no input")
+    m.set_input(0, _input_bytes(img_or_data, inputs[0]))
+    m.run(net._layers)
+    return get_output(net, out_index)
+
+
+def get_output(net, idx):
+    """The fmap of output idx of the last run (a snapshot copy), without running."""
+    _check_net(net)
+    if isinstance(idx, bool) or not isinstance(idx, int):
+        raise TypeError("get_output() index must be an int, not %s" % type(idx).__name__)
+    data, tc, n, c, h, w, layer = net._live().output(idx)
+    return kpu_fmap(data, tc, n, c, h, w, layer)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Feature maps
+
+
+class kpu_fmap(object):
+    """A feature map: a snapshot copy of one model output (see the module docstring)."""
+
+    def __init__(self, data, typecode, n, c, h, w, layer):
+        self._data = data
+        self._tc = typecode
+        self._layer = layer
+        self._vals = None
+        ch = c * n
+        if typecode == "f" and h == 1 and w == 1:
+            w, ch = ch, 1  # a flat float vector: (count, 1, 1) as MaixPy shapes it
+        self._w, self._h, self._ch = w, h, ch
+
+    def _values(self):
+        if self._data is None:
+            raise ValueError("[MAIXPY]kpu: fmap was freed (fmap_free)")
+        if self._vals is None:
+            if self._tc == "f":
+                self._vals = struct.unpack("<%df" % (len(self._data) // 4), self._data)
+            else:
+                self._vals = self._data
+        return self._vals
+
+    def size(self):
+        """Size in bytes."""
+        return 0 if self._data is None else len(self._data)
+
+    def index(self):
+        """Index of the layer that produced it."""
+        return self._layer
+
+    def w(self):
+        return self._w
+
+    def h(self):
+        return self._h
+
+    def ch(self):
+        return self._ch
+
+    def typecode(self):
+        """'B' (raw u8 KPU output) or 'f' (float32)."""
+        return self._tc
+
+    def data(self):
+        """The raw bytes (u8 planar CHW, or float32 little-endian)."""
+        if self._data is None:
+            raise ValueError("[MAIXPY]kpu: fmap was freed (fmap_free)")
+        return self._data
+
+    def __bytes__(self):
+        return bytes(self.data())
+
+    def __buffer__(self, flags):  # CPython >= 3.12: memoryview(fmap)
+        mv = memoryview(self.data())
+        if self._tc == "f":
+            mv = mv.cast("f")
+        return mv
+
+    def __len__(self):
+        return len(self._values())
+
+    def __getitem__(self, key):
+        vals = self._values()
+        if isinstance(key, int):
+            return vals[key]
+        step = getattr(key, "step", None)
+        if step is not None and step != 1:
+            raise NotImplementedError("fmap slices support step 1 only")
+        return tuple(vals[key])
+
+    def __iter__(self):
+        return iter(self._values())
+
+    def __repr__(self):
+        return '{"size": %d, "index": %d, "w": %d, "h": %d, "ch": %d, "typecode": "%s"}' % (
+            self.size(), self._layer, self._w, self._h, self._ch, self._tc)
+
+    __str__ = __repr__
+
+
+def _image_module():
+    try:
+        import image
+        return image
+    except ImportError:
+        pass
+    try:
+        from openkpu.board import image
+        return image
+    except ImportError:
+        raise ImportError("kpu.fmap() needs an `image` module (on a PC: openkpu.board.image, which needs Pillow)")
+
+
+def fmap(fm, ch):
+    """Channel ch of a u8 feature map as a grayscale image (w x h)."""
+    if not isinstance(fm, kpu_fmap):
+        raise TypeError("fmap() takes an fmap (from kpu.forward / get_output), not %s" % type(fm).__name__)
+    if isinstance(ch, bool) or not isinstance(ch, int):
+        raise TypeError("fmap() channel must be an int, not %s" % type(ch).__name__)
+    if fm.typecode() != "B":
+        raise ValueError("[MAIXPY]kpu: fmap error:%d, %s: channel images need a u8 ('B') feature map; this one is "
+                         "float32 ('f', %d values): read it with fmap[:]"
+                         % (ERR_PARAM, _status_name(ERR_PARAM), len(fm)))
+    if ch < 0 or ch >= fm.ch():
+        raise ValueError("[MAIXPY]kpu: fmap error:%d, %s: channel %d out of range, the map has %d channels (%dx%d)"
+                         % (2011, _status_name(2011), ch, fm.ch(), fm.w(), fm.h()))
+    plane = fm.w() * fm.h()
+    data = fm.data()[ch * plane:(ch + 1) * plane]
+    image = _image_module()
+    return image.Image(width=fm.w(), height=fm.h(), format=image.GRAYSCALE, data=data)
+
+
+def fmap_free(fm):
+    """Release an fmap's data (its memory goes back at once; the object is unusable afterwards)."""
+    if not isinstance(fm, kpu_fmap):
+        raise TypeError("fmap_free() takes an fmap, not %s" % type(fm).__name__)
+    fm._data = None
+    fm._vals = None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Network information and memory
+
+
+class kpu_layer(object):
+    """One netinfo() item."""
+
+    def __init__(self, t):
+        self._t = t
+
+    def index(self):
+        return self._t[0]
+
+    def type(self):
+        """Layer type id (v3) or opcode (v4); type_name() is its name."""
+        return self._t[1]
+
+    def type_name(self):
+        return self._t[2]
+
+    def is_kpu(self):
+        return bool(self._t[5])
+
+    def wi(self):
+        return self._t[6]
+
+    def hi(self):
+        return self._t[7]
+
+    def chi(self):
+        return self._t[8]
+
+    def wo(self):
+        return self._t[9]
+
+    def ho(self):
+        return self._t[10]
+
+    def cho(self):
+        return self._t[11]
+
+    def dw(self):
+        return self._t[12]
+
+    def kernel_type(self):
+        """0 = 1x1, 1 = 3x3."""
+        return self._t[13]
+
+    def pool_type(self):
+        return self._t[14]
+
+    def para_size(self):
+        return self._t[15]
+
+    def macs(self):
+        """Multiply-accumulates on the KPU (0 for CPU layers)."""
+        return self._t[16]
+
+    def body_offset(self):
+        return self._t[3]
+
+    def body_size(self):
+        return self._t[4]
+
+    def output_shape(self):
+        """(typecode, n, c, h, w) of what the layer writes."""
+        return tuple(self._t[17:22])
+
+    def __repr__(self):
+        t = self._t
+        return ('{"index": %d, "type": %s, "wi": %d, "hi": %d, "wo": %d, "ho": %d, "chi": %d, "cho": %d, '
+                '"dw": %d, "kernel_type": %d, "pool_type": %d, "para_size": %d}'
+                % (t[0], t[2], t[6], t[7], t[9], t[10], t[8], t[11], t[12], t[13], t[14], t[15]))
+
+    __str__ = __repr__
+
+
+def netinfo(net):
+    """One kpu_layer per layer."""
+    _check_net(net)
+    return [kpu_layer(t) for t in net._live().layers()]
+
+
+def memory(net):
+    """What the model costs on a K210: the core's figures plus the board budgets and whether it fits."""
+    _check_net(net)
+    info = net._live().memory()
+    info["sram_budget"] = BOARD_SRAM_SIZE
+    info["kpu_rows_budget"] = KPU_RAM_ROWS
+    info["kpu_bytes_used"] = info["kpu_rows_used"] * KPU_ROW_BYTES
+    info["fits_sram"] = info["sram_total"] <= BOARD_SRAM_SIZE
+    info["fits_kpu_ram"] = info["kpu_rows_used"] <= KPU_RAM_ROWS and info["kpu_row_hi"] <= KPU_RAM_ROWS
+    info["fits"] = info["fits_sram"] and info["fits_kpu_ram"]
+    return info
+
+
+def memtest():
+    """Print the free heap and, per loaded model, its K210 memory cost against the board budgets."""
+    gc.collect()
+    if _MICROPYTHON:
+        print("[MAIXPY]: gc heap free: %d B, used: %d B" % (gc.mem_free(), gc.mem_alloc()))
+    else:
+        print("[MAIXPY]: gc heap: n/a on a PC (CPython manages its own memory)")
+    live = _live_nets()
+    total = 0
+    for net in live:
+        info = memory(net)
+        total += info["sram_total"]
+        lo, hi = info["kpu_row_lo"], info["kpu_row_hi"]
+        rows = "rows %d..%d" % (lo, hi) if hi > lo else "no rows"
+        print("[MAIXPY]: model %s: SRAM %d B (model %d + align %d + main_mem %d + context %d) of %d; "
+              "KPU RAM %d of %d rows (%d KiB of %d KiB, %s); %s"
+              % (_net_name(net), info["sram_total"], info["model_bytes"],
+                 info["model_alloc"] - info["model_bytes"], info["main_mem"], info["context_bytes"],
+                 BOARD_SRAM_SIZE, info["kpu_rows_used"], KPU_RAM_ROWS, info["kpu_bytes_used"] // 1024,
+                 KPU_RAM_SIZE // 1024, rows, "fits" if info["fits"] else "DOES NOT FIT"))
+    left = BOARD_SRAM_SIZE - total
+    print("[MAIXPY]: system heap: %d model(s) loaded take %d B of the K210's %d B SRAM, %d B left%s"
+          % (len(live), total, BOARD_SRAM_SIZE, left,
+             "" if left >= 0 else " (DOES NOT FIT)"))
+    print("[MAIXPY]: (MaixPy's minimum firmware leaves about 4 MiB for models, the full firmware about 2 MiB)")
+    return None

@@ -1,0 +1,200 @@
+"""A host (PC) stand-in for MaixPy's `image` module, backed by Pillow.
+
+How `import image` resolves
+---------------------------
+MaixPy scripts say `import image`. This file is installed as `openkpu/board/image.py`; it becomes the top-level
+`image` module when the `openkpu/board` directory is on `sys.path`, e.g.
+
+    import os, sys, openkpu.board
+    sys.path.insert(0, os.path.dirname(openkpu.board.__file__))
+    import image                      # -> this file
+
+or `PYTHONPATH=$(python -c "import openkpu.board, os; print(os.path.dirname(openkpu.board.__file__))")`.
+Nothing named `image` is installed at top level on purpose (the name is too generic). The `KPU` shim itself does
+`try: import image / except ImportError: from openkpu.board import image`, so `kpu.fmap()` works either way.
+
+What it supports
+----------------
+`Image(path)` (BMP / JPEG / PNG / anything Pillow reads), `Image(width=, height=, format=GRAYSCALE|RGB565,
+data=None)` (a blank image, or one made from raw row-major pixels: 1 byte per pixel for GRAYSCALE, RGB888 triples
+for RGB565), `width()`, `height()`, `format()`, `size()`, `resize(w, h)` (in place, returns self as in MaixPy;
+bilinear), `to_grayscale()`, `invert()` (in place, return self), `pix_to_ai()`, `save(path)`, `get_pixel(x, y)`,
+`set_pixel(x, y, color)`, `draw_rectangle(x, y, w, h, color=, thickness=, fill=)`, `copy()`, `to_bytes()`.
+
+Differences from the board, on purpose:
+- Colour images hold full RGB888 (the board's frame buffer is RGB565: 5/6/5 bits). A photo loaded here gives the
+  model the same bytes nncase's examples feed it, not the RGB565-rounded ones a camera frame would.
+- The AI buffer (`pix_to_ai()`: planar R, G, B planes of w*h bytes each, or one plane for grayscale) is rebuilt
+  automatically whenever the image changed, so forgetting `pix_to_ai()` after `resize()` cannot feed the model a
+  stale buffer, which is a classic MaixPy pitfall. Calling `pix_to_ai()` is still accepted.
+
+The protocol the `KPU` shim uses: `img.ai_data()` -> `(width, height, channels, planar_bytes)`.
+"""
+from PIL import Image as _PIL
+from PIL import ImageDraw as _Draw
+
+# Pixel formats (values as in OpenMV / MaixPy's sensor module).
+BINARY = 1
+GRAYSCALE = 2
+RGB565 = 3
+
+__all__ = ["Image", "BINARY", "GRAYSCALE", "RGB565"]
+
+try:
+    _BILINEAR = _PIL.Resampling.BILINEAR
+except AttributeError:  # Pillow < 9.1
+    _BILINEAR = _PIL.BILINEAR
+
+
+def _planar(pil):
+    """The AI buffer: planar CHW u8 (R plane, G plane, B plane; or one grayscale plane), top row first."""
+    if pil.mode == "L":
+        return pil.tobytes()
+    return b"".join(band.tobytes() for band in pil.split())
+
+
+class Image(object):
+    """An image: `Image(path)` or `Image(width=, height=, format=, data=)`."""
+
+    def __init__(self, path=None, width=None, height=None, format=RGB565, data=None, copy_to_fb=False):
+        self._ai = None
+        if path is not None:
+            pil = _PIL.open(path)
+            pil.load()
+            if pil.mode in ("L", "1", "I;16", "I", "F"):
+                pil = pil.convert("L")
+            else:
+                pil = pil.convert("RGB")
+        else:
+            if width is None or height is None:
+                raise ValueError("Image() needs a path, or width= and height=")
+            width, height = int(width), int(height)
+            if width <= 0 or height <= 0:
+                raise ValueError("Image size must be positive, got %dx%d" % (width, height))
+            mode = "L" if format == GRAYSCALE else "RGB"
+            if data is None:
+                pil = _PIL.new(mode, (width, height), 0)
+            else:
+                data = bytes(data)
+                need = width * height * (1 if mode == "L" else 3)
+                if len(data) != need:
+                    raise ValueError("Image data for %dx%d %s must be %d bytes, got %d" % (
+                        width, height, "GRAYSCALE" if mode == "L" else "RGB888", need, len(data)))
+                pil = _PIL.frombytes(mode, (width, height), data)
+        self._pil = pil
+
+    @classmethod
+    def from_pil(cls, pil):
+        """Wrap a Pillow image (converted to L or RGB)."""
+        img = cls.__new__(cls)
+        img._ai = None
+        img._pil = pil.convert("L" if pil.mode in ("L", "1") else "RGB")
+        return img
+
+    # -- properties --------------------------------------------------------------------------------------------
+    def width(self):
+        return self._pil.width
+
+    def height(self):
+        return self._pil.height
+
+    def format(self):
+        return GRAYSCALE if self._pil.mode == "L" else RGB565
+
+    def size(self):
+        """Frame-buffer bytes as on the board: w*h for grayscale, w*h*2 for RGB565."""
+        return self._pil.width * self._pil.height * (1 if self._pil.mode == "L" else 2)
+
+    def pil(self):
+        """The underlying Pillow image (host extension)."""
+        return self._pil
+
+    # -- in-place transforms (return self, like MaixPy) ------------------------------------------------------
+    def _changed(self):
+        self._ai = None
+
+    def resize(self, w, h):
+        self._pil = self._pil.resize((int(w), int(h)), _BILINEAR)
+        self._changed()
+        return self
+
+    def to_grayscale(self, copy=False):
+        target = self.copy() if copy else self
+        target._pil = target._pil.convert("L")
+        target._changed()
+        return target
+
+    def invert(self):
+        from PIL import ImageOps
+        self._pil = ImageOps.invert(self._pil)
+        self._changed()
+        return self
+
+    def copy(self):
+        return Image.from_pil(self._pil.copy())
+
+    # -- pixels --------------------------------------------------------------------------------------------------
+    def _check_xy(self, x, y):
+        if not (0 <= x < self._pil.width and 0 <= y < self._pil.height):
+            raise IndexError("pixel (%d, %d) outside %dx%d image" % (x, y, self._pil.width, self._pil.height))
+
+    def get_pixel(self, x, y):
+        """An int for grayscale, an (r, g, b) tuple for colour."""
+        self._check_xy(x, y)
+        return self._pil.getpixel((x, y))
+
+    def set_pixel(self, x, y, color):
+        self._check_xy(x, y)
+        self._pil.putpixel((x, y), self._color(color))
+        self._changed()
+        return self
+
+    def _color(self, color):
+        if self._pil.mode == "L":
+            if isinstance(color, (tuple, list)):
+                r, g, b = color[:3]
+                return int(round(0.299 * r + 0.587 * g + 0.114 * b))
+            return int(color)
+        if isinstance(color, (tuple, list)):
+            return tuple(int(c) for c in color[:3])
+        return (int(color),) * 3
+
+    def draw_rectangle(self, x, y, w, h, color=(255, 255, 255), thickness=1, fill=False):
+        if isinstance(x, (tuple, list)):
+            x, y, w, h = x[:4]
+        draw = _Draw.Draw(self._pil)
+        c = self._color(color)
+        box = [int(x), int(y), int(x) + int(w) - 1, int(y) + int(h) - 1]
+        if fill:
+            draw.rectangle(box, fill=c)
+        else:
+            draw.rectangle(box, outline=c, width=max(1, int(thickness)))
+        self._changed()
+        return self
+
+    # -- AI buffer and I/O --------------------------------------------------------------------------------------
+    def pix_to_ai(self):
+        """Build the planar u8 AI buffer (RGB: R, G, B planes; grayscale: one plane)."""
+        self._ai = _planar(self._pil)
+
+    def ai_data(self):
+        """The protocol `KPU.forward` uses: (width, height, channels, planar bytes), always current."""
+        if self._ai is None:
+            self.pix_to_ai()
+        return (self._pil.width, self._pil.height, 1 if self._pil.mode == "L" else 3, self._ai)
+
+    def to_bytes(self):
+        """Row-major pixels: 1 byte each for grayscale, RGB888 triples for colour."""
+        return self._pil.tobytes()
+
+    def save(self, path, quality=95):
+        fmt = None
+        if str(path).lower().endswith((".jpg", ".jpeg")):
+            self._pil.save(path, quality=quality)
+            return self
+        self._pil.save(path, fmt)
+        return self
+
+    def __repr__(self):
+        return '{"w":%d, "h":%d, "type":"%s", "size":%d}' % (
+            self._pil.width, self._pil.height, "grayscale" if self._pil.mode == "L" else "rgb565", self.size())

@@ -1,0 +1,121 @@
+"""SPI-flash images for `KPU.load(offset)` on a PC.
+
+On a board, `kpu.load(0x300000)` reads the model that `kflash` wrote at that flash address. On a PC the flash is a
+file, set with `KPU.set_flash_image(path)` or the environment variable `OPENKPU_FLASH_IMAGE`:
+
+- a raw `.bin` dump of the flash from address 0 (what `kflash` reads back, or a file you assemble yourself);
+- a `.kfpkg` package (a zip holding `flash-list.json` and the files it lists), as released with MaixPy models. The
+  image is assembled from it sparsely: each listed file lands at its `address`; bytes nobody wrote read as 0xFF
+  (erased flash). Files with `"sha256Prefix": true` are laid out as kflash writes them: flag byte 0, u32 LE length,
+  the data, then the SHA-256 of those three.
+
+    from openkpu.flash import FlashImage
+    img = FlashImage("face_model_at_0x300000.kfpkg")
+    head = img.read(0x300000, 28)
+
+`FlashImage.read(address, size)` returns exactly `size` bytes (0xFF past the written areas); `size()` is one past
+the last written byte. Overlapping entries in a kfpkg are refused (on a board the later one silently corrupts the
+earlier one).
+"""
+import hashlib
+import json
+import os
+import struct
+import zipfile
+
+ERASED = 0xFF
+
+__all__ = ["FlashImage", "open_image"]
+
+
+class FlashImage(object):
+    """A flash image: a raw .bin dump (from address 0) or a .kfpkg assembled sparsely."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        if not os.path.exists(self.path):
+            raise FileNotFoundError("flash image not found: %s" % self.path)
+        self.kind = "kfpkg" if zipfile.is_zipfile(self.path) else "bin"
+        self._segments = []  # sorted (address, bytes) for kfpkg
+        self._size = 0
+        if self.kind == "kfpkg":
+            self._load_kfpkg()
+        else:
+            self._size = os.path.getsize(self.path)
+
+    def _load_kfpkg(self):
+        with zipfile.ZipFile(self.path) as z:
+            names = z.namelist()
+            if "flash-list.json" not in names:
+                raise ValueError("%s: not a kfpkg (no flash-list.json in the zip; members: %s)"
+                                 % (self.path, ", ".join(names[:8])))
+            try:
+                spec = json.loads(z.read("flash-list.json").decode("utf-8"))
+            except ValueError as e:
+                raise ValueError("%s: flash-list.json is not valid JSON: %s" % (self.path, e))
+            files = spec.get("files") if isinstance(spec, dict) else None
+            if not isinstance(files, list):
+                raise ValueError("%s: flash-list.json has no \"files\" list" % self.path)
+            segs = []
+            for entry in files:
+                try:
+                    addr = int(entry["address"])
+                    name = entry["bin"]
+                except (KeyError, TypeError, ValueError):
+                    raise ValueError("%s: flash-list.json entry %r needs \"address\" (int) and \"bin\"" %
+                                     (self.path, entry))
+                if name not in names:
+                    raise ValueError("%s: flash-list.json names %r, which is not in the package" % (self.path, name))
+                data = z.read(name)
+                if entry.get("sha256Prefix"):
+                    head = struct.pack("<BI", 0, len(data)) + data
+                    data = head + hashlib.sha256(head).digest()
+                if addr < 0:
+                    raise ValueError("%s: negative flash address %d for %s" % (self.path, addr, name))
+                segs.append((addr, data, name))
+        segs.sort(key=lambda s: s[0])
+        for (a0, d0, n0), (a1, _d1, n1) in zip(segs, segs[1:]):
+            if a0 + len(d0) > a1:
+                raise ValueError("%s: %s at 0x%x..0x%x overlaps %s at 0x%x" % (
+                    self.path, n0, a0, a0 + len(d0), n1, a1))
+        self._segments = [(a, d) for a, d, _n in segs]
+        self._names = [(a, n) for a, _d, n in segs]
+        self._size = max([a + len(d) for a, d in self._segments] or [0])
+
+    def size(self):
+        """One past the last written byte."""
+        return self._size
+
+    def entries(self):
+        """[(address, file name)] of a kfpkg; [(0, path)] for a raw dump."""
+        if self.kind == "kfpkg":
+            return list(self._names)
+        return [(0, self.path)]
+
+    def read(self, address, size):
+        """Exactly `size` bytes at `address`; 0xFF where nothing was written."""
+        if address < 0 or size < 0:
+            raise ValueError("flash read at %d of %d bytes" % (address, size))
+        out = bytearray([ERASED]) * size
+        if self.kind == "bin":
+            if address < self._size:
+                with open(self.path, "rb") as f:
+                    f.seek(address)
+                    chunk = f.read(size)
+                out[:len(chunk)] = chunk
+            return bytes(out)
+        end = address + size
+        for a, d in self._segments:
+            lo = max(a, address)
+            hi = min(a + len(d), end)
+            if lo < hi:
+                out[lo - address:hi - address] = d[lo - a:hi - a]
+        return bytes(out)
+
+    def __repr__(self):
+        return "FlashImage(%r, kind=%s, size=0x%x)" % (self.path, self.kind, self._size)
+
+
+def open_image(path):
+    """FlashImage(path); a separate name so callers can swap in another reader."""
+    return FlashImage(path)
