@@ -64,6 +64,7 @@ struct okpu_model {
     uint8_t *kpu_row_map; /* OKPU_KPU_RAM_ROWS / 8 bytes: rows any layer touches (accounting) */
     okpu_memory_info mem;  /* computed at load */
     void *format_state;   /* format-specific (e.g. v4 constants pointer) */
+    size_t ctx_alloc_bytes; /* bytes currently allocated through okpu_model_alloc (context accounting) */
 };
 
 struct okpu_format {

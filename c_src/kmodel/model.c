@@ -1,0 +1,463 @@
+/* The generic driver behind okpu.h: format detection, the main buffer, the KPU backend, running, outputs.
+ * Format readers (kmodel_v3.c, kmodel_v4.c) validate and describe the file; everything here is format-neutral. */
+#include <string.h>
+
+#include "../core/alloc.h"
+#include "../core/bytes.h"
+#include "../core/error.h"
+#include "../kpu/kpu_layout.h"
+#include "model.h"
+
+#define KMDL_MAGIC 0x4B4D444Cu /* bytes "LDMK" */
+#define LDMS_MAGIC 0x534D444Cu /* bytes "LDMS": encrypted MaixPy model */
+#define LDME_MAGIC 0x454D444Cu /* bytes "LDME": encrypted MaixPy model */
+
+static const char recompile_hint[] =
+    "MaixPy and openkpu run only kmodel v3 (nncase v0.1.x, Maix-EMC) and v4 (nncase v0.2.x); "
+    "recompile the model with nncase v0.1 or v0.2";
+
+void okpu_options_default(okpu_options *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->conv_offset = OKPU_CONV_OFFSET_PER_CHANNEL;
+    opts->act_round = OKPU_ROUND_HALF_EVEN;
+    opts->v3_quant_round = OKPU_ROUND_SDK_CARRY;
+    opts->v4_quant_round = OKPU_ROUND_HALF_UP;
+    opts->mean_border = OKPU_MEAN_BORDER_REPLICATE;
+    opts->backend = OKPU_BACKEND_EMULATOR;
+    opts->allocator = NULL;
+}
+
+/* ---- helpers for the format readers ---- */
+
+void *okpu_model_alloc(okpu_model *m, size_t size)
+{
+    void *p = okpu_alloc(m->opts.allocator, size);
+    if (p)
+        m->ctx_alloc_bytes += size ? size : 1;
+    return p;
+}
+
+void okpu_model_free_mem(okpu_model *m, void *ptr, size_t size)
+{
+    if (!ptr)
+        return;
+    okpu_free(m->opts.allocator, ptr, size);
+    size = size ? size : 1;
+    m->ctx_alloc_bytes = m->ctx_alloc_bytes >= size ? m->ctx_alloc_bytes - size : 0;
+}
+
+int okpu_model_alloc_layers(okpu_model *m, int count, okpu_error *err)
+{
+    size_t bytes;
+    if (count < 0 || (size_t)count > ((size_t)-1) / sizeof(okpu_layer))
+        return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, -1, -1, "layer count %d is not valid", count);
+    bytes = (size_t)count * sizeof(okpu_layer);
+    m->layers = (okpu_layer *)okpu_model_alloc(m, bytes);
+    if (!m->layers)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
+                         "out of memory allocating the table of %d layers (%lu bytes); free other models or use a "
+                         "smaller model",
+                         count, (unsigned long)bytes);
+    m->layer_count = count;
+    return OKPU_OK;
+}
+
+void okpu_model_touch_kpu_rows(okpu_model *m, uint32_t row, uint32_t count)
+{
+    uint32_t r, end;
+    if (!m->kpu_row_map || row >= OKPU_KPU_RAM_ROWS)
+        return;
+    end = count > OKPU_KPU_RAM_ROWS - row ? OKPU_KPU_RAM_ROWS : row + count;
+    for (r = row; r < end; r++)
+        m->kpu_row_map[r >> 3] |= (uint8_t)(1u << (r & 7u));
+}
+
+static const char *layer_name(const okpu_model *m, int layer)
+{
+    if (layer >= 0 && layer < m->layer_count && m->layers && m->layers[layer].info.type_name)
+        return m->layers[layer].info.type_name;
+    return "?";
+}
+
+int okpu_model_check_main(const okpu_model *m, int layer, long file_offset, const char *what, uint64_t offset,
+                          uint64_t size, okpu_error *err)
+{
+    if (offset <= m->main_mem_size && size <= (uint64_t)m->main_mem_size - offset)
+        return OKPU_OK;
+    if (layer >= 0)
+        return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, layer, file_offset,
+                         "layer %d (%s) body at byte %ld: %s at main-buffer offset %llu + %llu bytes ends at %llu, "
+                         "past the main buffer (main_mem_usage %lu bytes in the header); the file is corrupt or was "
+                         "written by an incompatible compiler — recompile or copy it again",
+                         layer, layer_name(m, layer), file_offset, what, (unsigned long long)offset,
+                         (unsigned long long)size, (unsigned long long)(offset + size),
+                         (unsigned long)m->main_mem_size);
+    return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, layer, file_offset,
+                     "header at byte %ld: %s at main-buffer offset %llu + %llu bytes ends at %llu, past the main "
+                     "buffer (main_mem_usage %lu bytes); the file is corrupt — copy it again",
+                     file_offset, what, (unsigned long long)offset, (unsigned long long)size,
+                     (unsigned long long)(offset + size), (unsigned long)m->main_mem_size);
+}
+
+/* ---- load / free ---- */
+
+static int identify(const uint8_t *data, size_t size, int *version, okpu_error *err)
+{
+    uint32_t magic;
+    if (!data || size == 0)
+        return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
+                         "the model is empty (0 bytes): expected a kmodel file starting with 03 00 00 00 (v3) or "
+                         "\"LDMK\" (v4); check the path / flash address and copy the file again");
+    if (size < 4)
+        return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
+                         "the model is only %lu bytes, too short for any kmodel header (v3 needs 28, v4 40); the "
+                         "file is truncated — copy it again",
+                         (unsigned long)size);
+    magic = okpu_rd_u32(data);
+    if (magic == 3u) {
+        *version = 3;
+        return OKPU_OK;
+    }
+    if (magic == KMDL_MAGIC) {
+        uint32_t v;
+        if (size < 8)
+            return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 4,
+                             "\"LDMK\" (KMDL) file of %lu bytes ends before its version field at byte 4; the file "
+                             "is truncated — copy it again",
+                             (unsigned long)size);
+        v = okpu_rd_u32(data + 4);
+        if (v == 4u) {
+            *version = 4;
+            return OKPU_OK;
+        }
+        if (v >= 5u)
+            return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 4,
+                             "kmodel version %lu (\"LDMK\" + version at byte 4): this is an nncase >= 1.0 model; %s",
+                             (unsigned long)v, recompile_hint);
+        return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 4,
+                         "\"LDMK\" (KMDL) file with unknown version %lu at byte 4 (expected 4); %s",
+                         (unsigned long)v, recompile_hint);
+    }
+    if (magic == 1u)
+        return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
+                         "first u32 is 1: an old 2018 model-compiler (\"v1\", kpu_model_load_from_buffer) file, not a "
+                         "kmodel; %s",
+                         recompile_hint);
+    if (magic == 0x12345678u)
+        return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
+                         "first u32 is 0x12345678: the oldest raw model-compiler format, not a kmodel; %s",
+                         recompile_hint);
+    if (magic == 10003u || magic == LDMS_MAGIC || magic == LDME_MAGIC)
+        return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
+                         "first u32 is %s: an encrypted MaixPy model (.smodel/.emodel); openkpu cannot decrypt it — "
+                         "use the original unencrypted .kmodel",
+                         magic == 10003u ? "10003" : magic == LDMS_MAGIC ? "\"LDMS\"" : "\"LDME\"");
+    return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
+                     "not a kmodel: first bytes %02X %02X %02X %02X (version %lu); expected 03 00 00 00 (v3) or "
+                     "4C 44 4D 4B \"LDMK\" + version 4 (v4); the file is not a model or is corrupt",
+                     data[0], data[1], data[2], data[3], (unsigned long)magic);
+}
+
+static uint32_t count_rows(const uint8_t *map, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t r, n = 0;
+    *lo = OKPU_KPU_RAM_ROWS;
+    *hi = 0;
+    for (r = 0; r < OKPU_KPU_RAM_ROWS; r++)
+        if (map[r >> 3] & (1u << (r & 7u))) {
+            n++;
+            if (r < *lo)
+                *lo = r;
+            *hi = r + 1;
+        }
+    return n;
+}
+
+okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options *opts, okpu_error *err)
+{
+    okpu_options o;
+    okpu_model *m;
+    int version = 0, rc, i;
+    const okpu_format *fmt;
+
+    okpu_error_clear(err);
+    if (opts)
+        o = *opts;
+    else
+        okpu_options_default(&o);
+
+    if (identify(data, size, &version, err) != OKPU_OK)
+        return NULL;
+    fmt = okpu_find_format(version);
+    if (!fmt) {
+        okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
+                  "kmodel v%d is recognised but this build of openkpu has no reader for it (only v3 is built in)",
+                  version);
+        return NULL;
+    }
+
+    m = (okpu_model *)okpu_alloc(o.allocator, sizeof *m);
+    if (!m) {
+        okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "out of memory allocating the model context (%lu bytes)",
+                  (unsigned long)sizeof *m);
+        return NULL;
+    }
+    memset(m, 0, sizeof *m);
+    m->opts = o;
+    m->format = fmt;
+    m->data = data;
+    m->size = size;
+    m->version = version;
+
+    m->kpu_row_map = (uint8_t *)okpu_model_alloc(m, OKPU_KPU_RAM_ROWS / 8u);
+    if (!m->kpu_row_map) {
+        okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "out of memory allocating the KPU row map (%u bytes)",
+                  OKPU_KPU_RAM_ROWS / 8u);
+        goto fail;
+    }
+
+    rc = fmt->parse(m, err);
+    if (rc != OKPU_OK)
+        goto fail;
+
+    m->main_mem = (uint8_t *)okpu_alloc(m->opts.allocator, m->main_mem_size ? m->main_mem_size : 1u);
+    if (!m->main_mem) {
+        okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
+                  "out of memory allocating the main buffer: the model needs %lu bytes (main_mem_usage); free other "
+                  "models or use a smaller model",
+                  (unsigned long)m->main_mem_size);
+        goto fail;
+    }
+
+    m->kpu = kpu_backend_create(&m->opts, err);
+    if (!m->kpu) {
+        if (err && err->code == OKPU_OK)
+            okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "could not create the KPU backend (2 MiB KPU RAM)");
+        goto fail;
+    }
+
+    /* memory accounting */
+    m->mem.model_bytes = size;
+    m->mem.model_alloc = size + OKPU_MODEL_ALIGN_SLACK;
+    m->mem.main_mem = m->main_mem_size;
+    m->mem.context_bytes = sizeof *m + m->ctx_alloc_bytes;
+    m->mem.sram_total = m->mem.model_alloc + m->mem.main_mem + m->mem.context_bytes;
+    m->mem.kpu_rows_used = count_rows(m->kpu_row_map, &m->mem.kpu_row_lo, &m->mem.kpu_row_hi);
+    m->mem.kpu_macs = 0;
+    for (i = 0; i < m->layer_count; i++)
+        m->mem.kpu_macs += m->layers[i].info.macs;
+    return m;
+
+fail:
+    okpu_model_free(m);
+    return NULL;
+}
+
+void okpu_model_free(okpu_model *m)
+{
+    const okpu_allocator *a;
+    int i;
+    if (!m)
+        return;
+    a = m->opts.allocator;
+    if (m->layers) {
+        for (i = 0; i < m->layer_count; i++)
+            if (m->format && m->format->free_layer)
+                m->format->free_layer(m, &m->layers[i]);
+        okpu_model_free_mem(m, m->layers, (size_t)m->layer_count * sizeof(okpu_layer));
+        m->layers = NULL;
+    }
+    if (m->kpu && m->kpu->destroy)
+        m->kpu->destroy(m->kpu);
+    m->kpu = NULL;
+    okpu_free(a, m->main_mem, m->main_mem_size ? m->main_mem_size : 1u);
+    okpu_model_free_mem(m, m->scratch, m->scratch_size);
+    okpu_model_free_mem(m, m->kpu_row_map, OKPU_KPU_RAM_ROWS / 8u);
+    okpu_free(a, m, sizeof *m);
+}
+
+int okpu_model_version(const okpu_model *m)
+{
+    return m ? m->version : 0;
+}
+
+const okpu_options *okpu_model_options(const okpu_model *m)
+{
+    return m ? &m->opts : NULL;
+}
+
+/* ---- inputs ---- */
+
+int okpu_model_input_count(const okpu_model *m)
+{
+    return m ? m->input_count : 0;
+}
+
+int okpu_model_input(const okpu_model *m, int index, okpu_tensor *out)
+{
+    if (!m || index < 0 || index >= m->input_count)
+        return OKPU_ERR_IDX_OUTRANGE;
+    if (out)
+        *out = m->inputs[index].t;
+    return OKPU_OK;
+}
+
+static const char *dtype_name(okpu_dtype d)
+{
+    return d == OKPU_DTYPE_F32 ? "float32" : "uint8";
+}
+
+int okpu_model_set_input(okpu_model *m, int index, const void *data, size_t size, okpu_error *err)
+{
+    const okpu_place *in;
+    if (!m)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
+    if (index < 0 || index >= m->input_count)
+        return okpu_fail(err, OKPU_ERR_IDX_OUTRANGE, -1, -1, "input index %d out of range: the model has %d input%s",
+                         index, m->input_count, m->input_count == 1 ? "" : "s");
+    in = &m->inputs[index];
+    if (!data || size != in->t.bytes)
+        return okpu_fail(err, OKPU_ERR_SIZE_NOTMATCH, -1, -1,
+                         "input %d size mismatch: expected %lu bytes (%s, shape n=%lu c=%lu h=%lu w=%lu), got %lu "
+                         "bytes; resize the image / vector to exactly that shape",
+                         index, (unsigned long)in->t.bytes, dtype_name(in->t.dtype), (unsigned long)in->t.n,
+                         (unsigned long)in->t.c, (unsigned long)in->t.h, (unsigned long)in->t.w,
+                         (unsigned long)(data ? size : 0));
+    switch (in->mem) {
+    case OKPU_MEM_MAIN:
+        memcpy(m->main_mem + in->offset, data, size); /* range validated at load */
+        return OKPU_OK;
+    case OKPU_MEM_KPU:
+        if (!m->kpu || !m->kpu->ram)
+            return okpu_fail(err, OKPU_ERR_RUN_MODEL, -1, -1, "the KPU backend exposes no RAM to upload input %d",
+                             index);
+        kpu_layout_upload(m->kpu->ram, in->offset, (const uint8_t *)data, in->t.w, in->t.h, in->t.c);
+        return OKPU_OK;
+    default:
+        return okpu_fail(err, OKPU_ERR_NOT_IMPLEMENT, -1, -1, "input %d lives in memory kind %d, which cannot be set",
+                         index, (int)in->mem);
+    }
+}
+
+/* ---- running ---- */
+
+static int ensure_scratch(okpu_model *m, size_t bytes, okpu_error *err)
+{
+    if (m->scratch_size >= bytes && m->scratch)
+        return OKPU_OK;
+    okpu_model_free_mem(m, m->scratch, m->scratch_size);
+    m->scratch = NULL;
+    m->scratch_size = 0;
+    m->scratch = (uint8_t *)okpu_model_alloc(m, bytes ? bytes : 1u);
+    if (!m->scratch)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
+                         "out of memory allocating %lu bytes to copy a KPU feature map out for the partial run",
+                         (unsigned long)bytes);
+    m->scratch_size = bytes ? bytes : 1u;
+    return OKPU_OK;
+}
+
+int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
+{
+    int i, rc;
+    okpu_error_clear(err);
+    if (!m)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
+    if (n_layers <= 0 || n_layers > m->layer_count)
+        n_layers = m->layer_count;
+    m->ran_layers = 0;
+    m->partial = 0;
+    for (i = 0; i < n_layers; i++) {
+        rc = m->format->run_layer(m, i, err);
+        if (rc != OKPU_OK) {
+            if (err && err->code == OKPU_OK)
+                okpu_fail(err, OKPU_ERR_RUN_MODEL, i, (long)m->layers[i].body_offset, "layer %d (%s) failed to run",
+                          i, layer_name(m, i));
+            return err ? err->code : rc;
+        }
+    }
+    if (n_layers < m->layer_count) {
+        const okpu_place *p = &m->layers[n_layers - 1].out;
+        if (p->mem == OKPU_MEM_KPU) {
+            rc = ensure_scratch(m, p->t.bytes, err);
+            if (rc != OKPU_OK)
+                return rc;
+            kpu_layout_download(m->kpu->ram, p->offset, m->scratch, p->t.w, p->t.h, p->t.c);
+        }
+        m->partial = 1;
+    }
+    m->ran_layers = n_layers;
+    return OKPU_OK;
+}
+
+int okpu_model_output_count(const okpu_model *m)
+{
+    return m ? m->output_count : 0;
+}
+
+int okpu_model_output(const okpu_model *m, int index, okpu_tensor *out, const uint8_t **data, okpu_error *err)
+{
+    const okpu_place *p;
+    if (!m)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
+    if (index < 0 || index >= (m->partial ? 1 : m->output_count))
+        return okpu_fail(err, OKPU_ERR_IDX_OUTRANGE, -1, -1,
+                         m->partial ? "output index %d out of range: after a partial run (set_layers) only output 0 "
+                                      "(the last layer run) exists; %d outputs after a full run"
+                                    : "output index %d out of range: the model has %d output(s)",
+                         index, m->output_count);
+    if (m->ran_layers == 0)
+        return okpu_fail(err, OKPU_ERR_RUN_MODEL, -1, -1,
+                         "forward has not run: there is no output %d yet; set the input and run the model first",
+                         index);
+    p = m->partial ? &m->layers[m->ran_layers - 1].out : &m->outputs[index];
+    if (out)
+        *out = p->t;
+    if (data) {
+        if (p->mem == OKPU_MEM_KPU)
+            *data = m->scratch;
+        else if (p->mem == OKPU_MEM_MAIN)
+            *data = m->main_mem + p->offset;
+        else
+            *data = NULL;
+    }
+    return OKPU_OK;
+}
+
+/* ---- description ---- */
+
+int okpu_model_layer_count(const okpu_model *m)
+{
+    return m ? m->layer_count : 0;
+}
+
+int okpu_model_layer_info(const okpu_model *m, int index, okpu_layer_info *out)
+{
+    if (!m || index < 0 || index >= m->layer_count)
+        return OKPU_ERR_IDX_OUTRANGE;
+    if (out)
+        *out = m->layers[index].info;
+    return OKPU_OK;
+}
+
+void okpu_model_memory(const okpu_model *m, okpu_memory_info *out)
+{
+    if (!out)
+        return;
+    if (!m) {
+        memset(out, 0, sizeof *out);
+        out->kpu_row_lo = OKPU_KPU_RAM_ROWS;
+        return;
+    }
+    *out = m->mem;
+}
+
+const uint8_t *okpu_model_kpu_ram(const okpu_model *m)
+{
+    if (!m || !m->kpu || m->opts.backend != OKPU_BACKEND_EMULATOR)
+        return NULL;
+    return m->kpu->ram;
+}
