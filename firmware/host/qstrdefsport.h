@@ -1,0 +1,1 @@
+// qstrs specific to the openkpu port (most are collected automatically from the sources)

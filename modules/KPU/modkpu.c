@@ -1,0 +1,482 @@
+/*
+ * openkpu: the `_kpu` native module for MicroPython.
+ *
+ * Same API as the CPython binding (python/_kpumodule.c); modules/KPU/KPU.py builds MaixPy's `KPU` API on top of
+ * either. This file only translates between MicroPython objects and the portable core (c_src/okpu.h).
+ *
+ *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0)
+ *   _kpu.status_name(code)
+ *
+ * Memory: by default the core's allocations go to MicroPython's GC heap (so `gc.mem_free()` shows what a model
+ * costs, and nothing leaks when a script is interrupted). Every block handed to the core is also recorded in a
+ * table owned by the Model object, so the GC sees it whatever the core does with the pointer (for example an
+ * interior, aligned pointer would not keep a GC block alive on its own). Define MICROPY_PY_KPU_SYSTEM_HEAP=1 to
+ * use the C library's malloc instead (what MaixPy does: models live in the system heap, outside the GC heap).
+ */
+#include <string.h>
+
+#include "py/runtime.h"
+#include "py/obj.h"
+#include "py/objstr.h"
+#include "py/gc.h"
+
+#include "okpu.h"
+
+#ifndef MICROPY_PY_KPU_SYSTEM_HEAP
+#define MICROPY_PY_KPU_SYSTEM_HEAP (0)
+#endif
+
+typedef struct _kpu_model_obj_t {
+    mp_obj_base_t base;
+    okpu_model *model;   /* NULL once freed */
+    mp_obj_t data;       /* the buffer object the model points into: kept alive here */
+    okpu_allocator allocator;
+    void **allocs;       /* every live block given to the core (GC heap mode) */
+    size_t n_allocs;
+    size_t cap_allocs;
+    size_t alloc_bytes;  /* bytes currently given to the core */
+    bool finalising;     /* inside __del__: the GC reclaims the blocks itself */
+} kpu_model_obj_t;
+
+static const mp_obj_type_t kpu_model_type;
+
+/* ---- allocator: the core's memory on the GC heap ------------------------------------------------------- */
+
+#if !MICROPY_PY_KPU_SYSTEM_HEAP
+static void *kpu_heap_alloc(void *ctx, size_t size) {
+    kpu_model_obj_t *self = ctx;
+    if (self->n_allocs == self->cap_allocs) {
+        size_t cap = self->cap_allocs ? self->cap_allocs * 2 : 16;
+        void **grown = m_renew_maybe(void *, self->allocs, self->cap_allocs, cap, true);
+        if (grown == NULL) {
+            return NULL;
+        }
+        self->allocs = grown;
+        self->cap_allocs = cap;
+    }
+    void *p = m_malloc_maybe(size);
+    if (p == NULL) {
+        return NULL; /* the core reports ERR_NO_MEM with the size it wanted */
+    }
+    memset(p, 0, size);
+    self->allocs[self->n_allocs++] = p;
+    self->alloc_bytes += size;
+    return p;
+}
+
+static void kpu_heap_free(void *ctx, void *ptr, size_t size) {
+    kpu_model_obj_t *self = ctx;
+    if (self->finalising || ptr == NULL) {
+        /* Called from __del__ during a GC sweep: the heap is locked and these blocks are garbage already. */
+        return;
+    }
+    for (size_t i = 0; i < self->n_allocs; i++) {
+        if (self->allocs[i] == ptr) {
+            self->allocs[i] = self->allocs[--self->n_allocs];
+            self->allocs[self->n_allocs] = NULL;
+            self->alloc_bytes -= size;
+            m_del(uint8_t, ptr, size);
+            return;
+        }
+    }
+}
+#endif
+
+/* ---- helpers ---------------------------------------------------------------------------------------------- */
+
+static kpu_model_obj_t *kpu_get_model(mp_obj_t self_in) {
+    kpu_model_obj_t *self = MP_OBJ_TO_PTR(self_in);
+    if (self->model == NULL) {
+        mp_raise_ValueError(MP_ERROR_TEXT("model was freed (deinit)"));
+    }
+    return self;
+}
+
+static mp_obj_t kpu_typecode(okpu_dtype dtype) {
+    return MP_OBJ_NEW_QSTR(dtype == OKPU_DTYPE_F32 ? MP_QSTR_f : MP_QSTR_B);
+}
+
+static mp_obj_t kpu_uint(uint32_t v) {
+    return mp_obj_new_int_from_uint(v);
+}
+
+static mp_obj_t kpu_size(size_t v) {
+    return mp_obj_new_int_from_ull((unsigned long long)v);
+}
+
+/* OSError(code, "[MAIXPY]kpu: <what> error:<code>, <name>: <message>") for run and output failures (errno = the
+ * MaixPy code), worded as the CPython binding words it. */
+static NORETURN void kpu_raise_os(const char *what, const okpu_error *err, int code) {
+    if (code == OKPU_OK) {
+        code = OKPU_ERR_UNKNOWN;
+    }
+    vstr_t vstr;
+    vstr_init(&vstr, 64);
+    vstr_printf(&vstr, "[MAIXPY]kpu: %s error:%d, %s: %s", what, code, okpu_status_name(code),
+        err->message[0] ? err->message : "(no details)");
+    mp_obj_t args[2] = {
+        MP_OBJ_NEW_SMALL_INT(code),
+        mp_obj_new_str_from_vstr(&vstr),
+    };
+    nlr_raise(mp_obj_new_exception_args(&mp_type_OSError, 2, args));
+}
+
+static void kpu_check_option(qstr name, mp_int_t value, mp_int_t max) {
+    if (value < 0 || value > max) {
+        mp_raise_msg_varg(&mp_type_ValueError,
+            MP_ERROR_TEXT("[MAIXPY]kpu: load error:%d, %s: option %q=%d out of range 0..%d"),
+            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), name, (int)value, (int)max);
+    }
+}
+
+/* ---- Model(data, *, options) -------------------------------------------------------------------------------- */
+
+static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *all_args) {
+    enum { ARG_data, ARG_conv_offset, ARG_act_round, ARG_v3_quant_round, ARG_v4_quant_round, ARG_mean_border };
+    static const mp_arg_t allowed_args[] = {
+        { MP_QSTR_data, MP_ARG_REQUIRED | MP_ARG_OBJ, {.u_obj = MP_OBJ_NULL} },
+        { MP_QSTR_conv_offset, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_CONV_OFFSET_PER_CHANNEL} },
+        { MP_QSTR_act_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_HALF_EVEN} },
+        { MP_QSTR_v3_quant_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_SDK_CARRY} },
+        { MP_QSTR_v4_quant_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_HALF_UP} },
+        { MP_QSTR_mean_border, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_MEAN_BORDER_REPLICATE} },
+    };
+    mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
+    mp_arg_parse_all_kw_array(n_args, n_kw, all_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
+
+    mp_buffer_info_t bufinfo;
+    if (!mp_get_buffer(args[ARG_data].u_obj, &bufinfo, MP_BUFFER_READ)) {
+        mp_raise_msg_varg(&mp_type_TypeError,
+            MP_ERROR_TEXT("Model() data must be a bytes-like object (the kmodel file), not %s"),
+            mp_obj_get_type_str(args[ARG_data].u_obj));
+    }
+    kpu_check_option(MP_QSTR_conv_offset, args[ARG_conv_offset].u_int, OKPU_CONV_OFFSET_ONCE);
+    kpu_check_option(MP_QSTR_act_round, args[ARG_act_round].u_int, OKPU_ROUND_SDK_CARRY);
+    kpu_check_option(MP_QSTR_v3_quant_round, args[ARG_v3_quant_round].u_int, OKPU_ROUND_SDK_CARRY);
+    kpu_check_option(MP_QSTR_v4_quant_round, args[ARG_v4_quant_round].u_int, OKPU_ROUND_SDK_CARRY);
+    kpu_check_option(MP_QSTR_mean_border, args[ARG_mean_border].u_int, OKPU_MEAN_BORDER_IN_RANGE);
+
+    okpu_options opts;
+    okpu_options_default(&opts);
+    opts.conv_offset = (okpu_conv_offset_mode)args[ARG_conv_offset].u_int;
+    opts.act_round = (okpu_round_mode)args[ARG_act_round].u_int;
+    opts.v3_quant_round = (okpu_round_mode)args[ARG_v3_quant_round].u_int;
+    opts.v4_quant_round = (okpu_round_mode)args[ARG_v4_quant_round].u_int;
+    opts.mean_border = (okpu_mean_border_mode)args[ARG_mean_border].u_int;
+
+    /* The object exists before the core allocates, so every block is reachable from it at all times. */
+    kpu_model_obj_t *self = mp_obj_malloc_with_finaliser(kpu_model_obj_t, type);
+    self->model = NULL;
+    self->data = args[ARG_data].u_obj;
+    self->allocs = NULL;
+    self->n_allocs = 0;
+    self->cap_allocs = 0;
+    self->alloc_bytes = 0;
+    self->finalising = false;
+    #if MICROPY_PY_KPU_SYSTEM_HEAP
+    opts.allocator = NULL;
+    #else
+    self->allocator.alloc = kpu_heap_alloc;
+    self->allocator.free = kpu_heap_free;
+    self->allocator.ctx = self;
+    opts.allocator = &self->allocator;
+    #endif
+
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    err.layer = -1;
+    err.offset = -1;
+    okpu_model *model = okpu_model_load(bufinfo.buf, bufinfo.len, &opts, &err);
+    if (model == NULL) {
+        int code = err.code ? err.code : OKPU_ERR_UNKNOWN;
+        self->data = mp_const_none;
+        mp_raise_msg_varg(&mp_type_ValueError, MP_ERROR_TEXT("[MAIXPY]kpu: load error:%d, %s: %s"),
+            code, okpu_status_name(code), err.message[0] ? err.message : "(no details)");
+    }
+    self->model = model;
+    return MP_OBJ_FROM_PTR(self);
+}
+
+static void kpu_model_release(kpu_model_obj_t *self) {
+    if (self->model != NULL) {
+        okpu_model *model = self->model;
+        self->model = NULL;
+        okpu_model_free(model);
+    }
+    self->data = mp_const_none;
+    #if !MICROPY_PY_KPU_SYSTEM_HEAP
+    if (!self->finalising) {
+        /* Whatever the core did not give back (it should give back everything) goes now. */
+        while (self->n_allocs > 0) {
+            void *p = self->allocs[--self->n_allocs];
+            self->allocs[self->n_allocs] = NULL;
+            m_del(uint8_t, p, 0);
+        }
+        if (self->allocs != NULL) {
+            m_del(void *, self->allocs, self->cap_allocs);
+        }
+    }
+    self->allocs = NULL;
+    self->n_allocs = 0;
+    self->cap_allocs = 0;
+    self->alloc_bytes = 0;
+    #endif
+}
+
+static mp_obj_t kpu_model_free(mp_obj_t self_in) {
+    kpu_model_obj_t *self = MP_OBJ_TO_PTR(self_in);
+    kpu_model_release(self);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_free_obj, kpu_model_free);
+
+static mp_obj_t kpu_model_freed(mp_obj_t self_in) {
+    kpu_model_obj_t *self = MP_OBJ_TO_PTR(self_in);
+    return mp_obj_new_bool(self->model == NULL);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_freed_obj, kpu_model_freed);
+
+static mp_obj_t kpu_model_del(mp_obj_t self_in) {
+    kpu_model_obj_t *self = MP_OBJ_TO_PTR(self_in);
+    self->finalising = true;
+    kpu_model_release(self);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_del_obj, kpu_model_del);
+
+/* ---- queries ------------------------------------------------------------------------------------------------ */
+
+static mp_obj_t kpu_model_version(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    return MP_OBJ_NEW_SMALL_INT(okpu_model_version(self->model));
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_version_obj, kpu_model_version);
+
+static mp_obj_t kpu_model_inputs(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    int count = okpu_model_input_count(self->model);
+    mp_obj_t list = mp_obj_new_list(0, NULL);
+    for (int i = 0; i < count; i++) {
+        okpu_tensor t;
+        if (okpu_model_input(self->model, i, &t) != OKPU_OK) {
+            continue;
+        }
+        mp_obj_t item[6] = {
+            kpu_typecode(t.dtype), kpu_uint(t.n), kpu_uint(t.c), kpu_uint(t.h), kpu_uint(t.w), kpu_uint(t.bytes),
+        };
+        mp_obj_list_append(list, mp_obj_new_tuple(6, item));
+    }
+    return list;
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_inputs_obj, kpu_model_inputs);
+
+static mp_obj_t kpu_model_set_input(mp_obj_t self_in, mp_obj_t index_in, mp_obj_t buf_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    mp_int_t index = mp_obj_get_int(index_in);
+    mp_buffer_info_t bufinfo;
+    if (!mp_get_buffer(buf_in, &bufinfo, MP_BUFFER_READ)) {
+        mp_raise_TypeError(MP_ERROR_TEXT("[MAIXPY]kpu: input must be bytes-like (planar u8 image or float32 array)"));
+    }
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    int rc = okpu_model_set_input(self->model, (int)index, bufinfo.buf, bufinfo.len, &err);
+    if (rc == OKPU_ERR_SIZE_NOTMATCH) {
+        mp_raise_msg_varg(&mp_type_ValueError,
+            MP_ERROR_TEXT("[MAIXPY]kpu: check img format err! error:%d, %s: %s"),
+            rc, okpu_status_name(rc), err.message[0] ? err.message : "(no details)");
+    }
+    if (rc != OKPU_OK) {
+        mp_raise_msg_varg(&mp_type_ValueError, MP_ERROR_TEXT("[MAIXPY]kpu: set input error:%d, %s: %s"),
+            rc, okpu_status_name(rc), err.message[0] ? err.message : "(no details)");
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(kpu_model_set_input_obj, kpu_model_set_input);
+
+static mp_obj_t kpu_model_run(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args) {
+    enum { ARG_n_layers };
+    static const mp_arg_t allowed_args[] = {
+        { MP_QSTR_n_layers, MP_ARG_INT, {.u_int = 0} },
+    };
+    kpu_model_obj_t *self = kpu_get_model(pos_args[0]);
+    mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
+    mp_arg_parse_all(n_args - 1, pos_args + 1, kw_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    int rc = okpu_model_run(self->model, (int)args[ARG_n_layers].u_int, &err);
+    if (rc != OKPU_OK) {
+        kpu_raise_os("run", &err, rc);
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_KW(kpu_model_run_obj, 1, kpu_model_run);
+
+static mp_obj_t kpu_model_output_count(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    return MP_OBJ_NEW_SMALL_INT(okpu_model_output_count(self->model));
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_output_count_obj, kpu_model_output_count);
+
+static mp_obj_t kpu_model_output(mp_obj_t self_in, mp_obj_t index_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    mp_int_t index = mp_obj_get_int(index_in);
+    okpu_tensor t;
+    memset(&t, 0, sizeof(t));
+    const uint8_t *data = NULL;
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    int rc = okpu_model_output(self->model, (int)index, &t, &data, &err);
+    if (rc != OKPU_OK) {
+        kpu_raise_os("get output", &err, rc);
+    }
+    mp_obj_t item[7] = {
+        mp_obj_new_bytes(data, data ? t.bytes : 0),
+        kpu_typecode(t.dtype),
+        kpu_uint(t.n), kpu_uint(t.c), kpu_uint(t.h), kpu_uint(t.w),
+        MP_OBJ_NEW_SMALL_INT(t.layer),
+    };
+    return mp_obj_new_tuple(7, item);
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(kpu_model_output_obj, kpu_model_output);
+
+static mp_obj_t kpu_model_layers(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    int count = okpu_model_layer_count(self->model);
+    mp_obj_t list = mp_obj_new_list(0, NULL);
+    for (int i = 0; i < count; i++) {
+        okpu_layer_info li;
+        memset(&li, 0, sizeof(li));
+        if (okpu_model_layer_info(self->model, i, &li) != OKPU_OK) {
+            continue;
+        }
+        const char *name = li.type_name ? li.type_name : "?";
+        mp_obj_t item[22] = {
+            MP_OBJ_NEW_SMALL_INT(li.index),
+            kpu_uint(li.type),
+            mp_obj_new_str(name, strlen(name)),
+            kpu_uint(li.body_offset),
+            kpu_uint(li.body_size),
+            MP_OBJ_NEW_SMALL_INT(li.is_kpu),
+            kpu_uint(li.wi), kpu_uint(li.hi), kpu_uint(li.chi),
+            kpu_uint(li.wo), kpu_uint(li.ho), kpu_uint(li.cho),
+            MP_OBJ_NEW_SMALL_INT(li.depthwise),
+            MP_OBJ_NEW_SMALL_INT(li.kernel_type),
+            MP_OBJ_NEW_SMALL_INT(li.pool_type),
+            kpu_uint(li.para_size),
+            mp_obj_new_int_from_ull(li.macs),
+            kpu_typecode(li.output.dtype),
+            kpu_uint(li.output.n), kpu_uint(li.output.c), kpu_uint(li.output.h), kpu_uint(li.output.w),
+        };
+        mp_obj_list_append(list, mp_obj_new_tuple(22, item));
+    }
+    return list;
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_layers_obj, kpu_model_layers);
+
+static mp_obj_t kpu_model_memory(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    okpu_memory_info mi;
+    memset(&mi, 0, sizeof(mi));
+    okpu_model_memory(self->model, &mi);
+    mp_obj_t dict = mp_obj_new_dict(9);
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_model_bytes), kpu_size(mi.model_bytes));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_model_alloc), kpu_size(mi.model_alloc));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_main_mem), kpu_size(mi.main_mem));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_context_bytes), kpu_size(mi.context_bytes));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_sram_total), kpu_size(mi.sram_total));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_rows_used), kpu_uint(mi.kpu_rows_used));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_row_lo), kpu_uint(mi.kpu_row_lo));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_row_hi), kpu_uint(mi.kpu_row_hi));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_macs), mp_obj_new_int_from_ull(mi.kpu_macs));
+    return dict;
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_memory_obj, kpu_model_memory);
+
+static mp_obj_t kpu_model_kpu_ram(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    const uint8_t *ram = okpu_model_kpu_ram(self->model);
+    if (ram == NULL) {
+        return mp_const_none;
+    }
+    return mp_obj_new_bytes(ram, OKPU_KPU_RAM_SIZE);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_kpu_ram_obj, kpu_model_kpu_ram);
+
+/* Bytes the core currently holds for this model on the GC heap (0 with the system heap). Not in the CPython
+ * binding: a MicroPython-only diagnostic, used by the heap measurements. */
+static mp_obj_t kpu_model_heap_bytes(mp_obj_t self_in) {
+    kpu_model_obj_t *self = MP_OBJ_TO_PTR(self_in);
+    #if MICROPY_PY_KPU_SYSTEM_HEAP
+    (void)self;
+    return MP_OBJ_NEW_SMALL_INT(0);
+    #else
+    return kpu_size(self->alloc_bytes);
+    #endif
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_heap_bytes_obj, kpu_model_heap_bytes);
+
+static void kpu_model_print(const mp_print_t *print, mp_obj_t self_in, mp_print_kind_t kind) {
+    kpu_model_obj_t *self = MP_OBJ_TO_PTR(self_in);
+    if (self->model == NULL) {
+        mp_printf(print, "<_kpu.Model freed>");
+    } else {
+        mp_printf(print, "<_kpu.Model v%d, %d layers>", okpu_model_version(self->model),
+            okpu_model_layer_count(self->model));
+    }
+}
+
+static const mp_rom_map_elem_t kpu_model_locals_dict_table[] = {
+    { MP_ROM_QSTR(MP_QSTR___del__), MP_ROM_PTR(&kpu_model_del_obj) },
+    { MP_ROM_QSTR(MP_QSTR_version), MP_ROM_PTR(&kpu_model_version_obj) },
+    { MP_ROM_QSTR(MP_QSTR_inputs), MP_ROM_PTR(&kpu_model_inputs_obj) },
+    { MP_ROM_QSTR(MP_QSTR_set_input), MP_ROM_PTR(&kpu_model_set_input_obj) },
+    { MP_ROM_QSTR(MP_QSTR_run), MP_ROM_PTR(&kpu_model_run_obj) },
+    { MP_ROM_QSTR(MP_QSTR_output_count), MP_ROM_PTR(&kpu_model_output_count_obj) },
+    { MP_ROM_QSTR(MP_QSTR_output), MP_ROM_PTR(&kpu_model_output_obj) },
+    { MP_ROM_QSTR(MP_QSTR_layers), MP_ROM_PTR(&kpu_model_layers_obj) },
+    { MP_ROM_QSTR(MP_QSTR_memory), MP_ROM_PTR(&kpu_model_memory_obj) },
+    { MP_ROM_QSTR(MP_QSTR_kpu_ram), MP_ROM_PTR(&kpu_model_kpu_ram_obj) },
+    { MP_ROM_QSTR(MP_QSTR_heap_bytes), MP_ROM_PTR(&kpu_model_heap_bytes_obj) },
+    { MP_ROM_QSTR(MP_QSTR_free), MP_ROM_PTR(&kpu_model_free_obj) },
+    { MP_ROM_QSTR(MP_QSTR_freed), MP_ROM_PTR(&kpu_model_freed_obj) },
+};
+static MP_DEFINE_CONST_DICT(kpu_model_locals_dict, kpu_model_locals_dict_table);
+
+static MP_DEFINE_CONST_OBJ_TYPE(
+    kpu_model_type,
+    MP_QSTR_Model,
+    MP_TYPE_FLAG_NONE,
+    make_new, kpu_model_make_new,
+    print, kpu_model_print,
+    locals_dict, &kpu_model_locals_dict
+    );
+
+/* ---- module ------------------------------------------------------------------------------------------------- */
+
+static mp_obj_t kpu_status_name(mp_obj_t code_in) {
+    const char *name = okpu_status_name((int)mp_obj_get_int(code_in));
+    return mp_obj_new_str(name, strlen(name));
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_status_name_obj, kpu_status_name);
+
+static const mp_rom_map_elem_t kpu_module_globals_table[] = {
+    { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR__kpu) },
+    { MP_ROM_QSTR(MP_QSTR_Model), MP_ROM_PTR(&kpu_model_type) },
+    { MP_ROM_QSTR(MP_QSTR_status_name), MP_ROM_PTR(&kpu_status_name_obj) },
+    { MP_ROM_QSTR(MP_QSTR_KPU_RAM_SIZE), MP_ROM_INT(OKPU_KPU_RAM_SIZE) },
+    { MP_ROM_QSTR(MP_QSTR_KPU_RAM_ROWS), MP_ROM_INT(OKPU_KPU_RAM_ROWS) },
+    { MP_ROM_QSTR(MP_QSTR_KPU_ROW_BYTES), MP_ROM_INT(OKPU_KPU_ROW_BYTES) },
+    { MP_ROM_QSTR(MP_QSTR_BOARD_SRAM_SIZE), MP_ROM_INT(OKPU_BOARD_SRAM_SIZE) },
+    { MP_ROM_QSTR(MP_QSTR_MODEL_ALIGN_SLACK), MP_ROM_INT(OKPU_MODEL_ALIGN_SLACK) },
+    { MP_ROM_QSTR(MP_QSTR_ERR_MODELS_FULL), MP_ROM_INT(OKPU_ERR_MODELS_FULL) },
+    { MP_ROM_QSTR(MP_QSTR_ERR_SIZE_NOTMATCH), MP_ROM_INT(OKPU_ERR_SIZE_NOTMATCH) },
+    { MP_ROM_QSTR(MP_QSTR_SYSTEM_HEAP), MP_ROM_INT(MICROPY_PY_KPU_SYSTEM_HEAP) },
+};
+static MP_DEFINE_CONST_DICT(kpu_module_globals, kpu_module_globals_table);
+
+const mp_obj_module_t kpu_user_cmodule = {
+    .base = { &mp_type_module },
+    .globals = (mp_obj_dict_t *)&kpu_module_globals,
+};
+
+MP_REGISTER_MODULE(MP_QSTR__kpu, kpu_user_cmodule);
