@@ -394,6 +394,9 @@ static struct PyModuleDef kpu_module = {
     "CPython binding of the openkpu C core (kmodel loader + KPU emulator). Users want `import KPU`.", -1,
     module_methods, NULL, NULL, NULL, NULL};
 
+/* python/_kpu_post.c: yolo2_decode / face_encode / face_compare over c_src/post. */
+int okpu_py_add_post(PyObject *module);
+
 PyMODINIT_FUNC PyInit__kpu(void);
 
 PyMODINIT_FUNC PyInit__kpu(void)
@@ -416,7 +419,8 @@ PyMODINIT_FUNC PyInit__kpu(void)
         PyModule_AddIntConstant(m, "BOARD_SRAM_SIZE", (long)OKPU_BOARD_SRAM_SIZE) < 0 ||
         PyModule_AddIntConstant(m, "MODEL_ALIGN_SLACK", (long)OKPU_MODEL_ALIGN_SLACK) < 0 ||
         PyModule_AddIntConstant(m, "ERR_MODELS_FULL", (long)OKPU_ERR_MODELS_FULL) < 0 ||
-        PyModule_AddIntConstant(m, "ERR_SIZE_NOTMATCH", (long)OKPU_ERR_SIZE_NOTMATCH) < 0) {
+        PyModule_AddIntConstant(m, "ERR_SIZE_NOTMATCH", (long)OKPU_ERR_SIZE_NOTMATCH) < 0 ||
+        okpu_py_add_post(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
