@@ -28,6 +28,16 @@ struct kpu_backend {
 /* The bit-exact software KPU. Allocates its 2 MiB RAM through opts->allocator. NULL + err on failure. */
 kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err);
 
+/* The same emulator computing each convolution straight from the specification, one output value at a time: the
+ * oracle its fast path is tested against (kpu_emu_create also picks it when the environment has
+ * OKPU_EMU_REFERENCE=1). */
+kpu_backend *kpu_emu_create_reference(const okpu_options *opts, okpu_error *err);
+
+#ifdef OKPU_HAVE_K210_HW
+/* The K210's own KPU (board builds only). */
+kpu_backend *kpu_k210_create(const okpu_options *opts, okpu_error *err);
+#endif
+
 /* Backend selected by opts->backend. The K210 backend exists only in board builds (OKPU_HAVE_K210_HW). */
 kpu_backend *kpu_backend_create(const okpu_options *opts, okpu_error *err);
 

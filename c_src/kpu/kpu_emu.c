@@ -1,0 +1,564 @@
+/* The bit-exact software KPU (kpu-reference.md section 4). run_layer reads the input map from the emulated KPU RAM,
+ * computes conv -> batch norm -> activation -> pool and writes the result back to KPU RAM (and densely to main
+ * memory when asked), using nothing but the job.
+ *
+ * Two convolution paths compute the same bytes:
+ * - conv_reference: section 4.1 as written, one output value at a time (the oracle the tests compare against);
+ * - conv_fast: the same sums reorganised into integer loops over whole rows. The x-offset term depends only on the
+ *   pixel, so it is one plane per layer; the w-offset term depends only on the output channel, so it is one number;
+ *   the products sum in uint32 in 8-bit mode (1024*9*255*255 < 2^32) and in uint64 in 16-bit mode.
+ * kpu_emu_create picks conv_fast unless the environment has OKPU_EMU_REFERENCE=1. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/alloc.h"
+#include "../core/error.h"
+#include "kpu_backend.h"
+#include "kpu_layout.h"
+
+typedef struct kpu_emu {
+    kpu_backend base; /* first, so the backend pointer is the emulator pointer */
+    okpu_options opts;
+    okpu_allocator allocator; /* copy of *opts->allocator; opts.allocator points here or is NULL */
+    int reference;
+    uint8_t *scratch; /* grows to the largest layer run so far, freed by destroy */
+    size_t scratch_size;
+} kpu_emu;
+
+/* ---- Well-defined 64-bit arithmetic (no signed overflow, no shifts of negative numbers) ---- */
+
+static int64_t i64_from_bits(uint64_t u)
+{
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+/* Two's complement wrap, as the 64-bit datapath of nncase's emulator; see bn_act for when it can happen. */
+static int64_t wrap_mul(int64_t a, int64_t b)
+{
+    return i64_from_bits((uint64_t)a * (uint64_t)b);
+}
+
+static int64_t wrap_add(int64_t a, int64_t b)
+{
+    return i64_from_bits((uint64_t)a + (uint64_t)b);
+}
+
+/* floor(v / 2^s) for any s: the arithmetic shift the KPU does. */
+static int64_t floor_shr(int64_t v, unsigned s)
+{
+    if (s == 0)
+        return v;
+    if (s >= 63)
+        return v < 0 ? -1 : 0;
+    if (v >= 0)
+        return v >> s;
+    return -1 - ((-(v + 1)) >> s);
+}
+
+/* v / 2^s rounded to nearest per `mode` (section 4.3; section 2 for the SDK carry shift). */
+static int64_t round_shr(int64_t v, unsigned s, okpu_round_mode mode)
+{
+    int64_t q;
+    uint64_t rem, half;
+
+    if (s == 0)
+        return v;
+    if (mode == OKPU_ROUND_SDK_CARRY) {
+        int64_t t = floor_shr(v, s - 1);
+        if ((uint64_t)t & 1u)
+            return t >= 0 ? floor_shr(t, 1) + 1 : floor_shr(t, 1) - 1;
+        return floor_shr(t, 1);
+    }
+    if (s >= 64) /* |v| <= 2^63 <= 2^(s-1): never above half, and the one tie (-2^63, s = 64) rounds to 0 both ways */
+        return 0;
+    q = floor_shr(v, s);
+    rem = (uint64_t)v & (((uint64_t)1 << s) - 1u);
+    half = (uint64_t)1 << (s - 1);
+    if (rem > half || (rem == half && (mode == OKPU_ROUND_HALF_UP || ((uint64_t)q & 1u))))
+        return q + 1;
+    return q;
+}
+
+/* Batch norm then activation of one accumulator (section 4.2, 4.3). A real layer's alu stays far below 2^40 and
+ * its BN product below 2^63; the wrapping ops only pin down the result of values no real layer produces (alu near
+ * 2^53 is reachable only with 16-bit weights and near-maximal arg fields). */
+static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, okpu_round_mode mode)
+{
+    int64_t y = wrap_add(floor_shr(wrap_mul(alu, bn->norm_mul), bn->norm_shift), bn->norm_add);
+    int64_t r;
+    int i = 15;
+
+    while (i > 0 && !(y > act->x_start[i]))
+        i--;
+    r = round_shr(wrap_mul(wrap_add(y, -act->x_start[i]), act->y_mul[i]), act->shift[i], mode);
+    if (r >= 255)
+        return 255;
+    if (r <= -255)
+        return 0;
+    r += act->bias[i];
+    return (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+}
+
+/* ---- Pooling (section 4.4) ---- */
+
+enum pool_kind { POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_PICK };
+
+static void pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned pool_type,
+                       okpu_mean_border_mode border, uint8_t *out)
+{
+    static const unsigned char kinds[10] = {POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_MAX,  POOL_MEAN,
+                                            POOL_PICK,   POOL_PICK, POOL_PICK, POOL_MEAN, POOL_MAX};
+    const uint32_t f = kpu_pool_window(pool_type), s = kpu_pool_stride(pool_type);
+    const uint32_t ow = w / s, oh = h / s;
+    const uint32_t pick_x = pool_type == 6 ? 1u : 0u; /* right-top pick; the others take the left-top tap */
+    uint32_t ox, oy, kx, ky;
+
+    if (kinds[pool_type] == POOL_BYPASS) {
+        memcpy(out, in, (size_t)w * h);
+        return;
+    }
+    for (oy = 0; oy < oh; oy++) {
+        for (ox = 0; ox < ow; ox++) {
+            const uint32_t y0 = oy * s, x0 = ox * s;
+            uint32_t v = 0, taps = 0;
+            switch (kinds[pool_type]) {
+            case POOL_PICK:
+                v = x0 + pick_x < w ? in[(size_t)y0 * w + x0 + pick_x] : 0u;
+                break;
+            case POOL_MAX: /* taps past the edge read 0, which never wins */
+                for (ky = 0; ky < f; ky++)
+                    for (kx = 0; kx < f; kx++)
+                        if (y0 + ky < h && x0 + kx < w && in[(size_t)(y0 + ky) * w + x0 + kx] > v)
+                            v = in[(size_t)(y0 + ky) * w + x0 + kx];
+                break;
+            default: /* POOL_MEAN */
+                for (ky = 0; ky < f; ky++) {
+                    for (kx = 0; kx < f; kx++) {
+                        uint32_t y = y0 + ky, x = x0 + kx;
+                        if (border == OKPU_MEAN_BORDER_IN_RANGE) {
+                            if (y >= h || x >= w)
+                                continue;
+                        } else {
+                            y = y < h ? y : h - 1;
+                            x = x < w ? x : w - 1;
+                        }
+                        v += in[(size_t)y * w + x];
+                        taps++;
+                    }
+                }
+                v = border == OKPU_MEAN_BORDER_IN_RANGE ? v / taps : v / (f * f);
+                break;
+            }
+            out[(size_t)oy * ow + ox] = (uint8_t)v;
+        }
+    }
+}
+
+/* ---- Layer state shared by both conv paths ---- */
+
+typedef struct emu_layer {
+    const kpu_args *a;
+    const uint8_t *weights;
+    const uint8_t *bn_raw;
+    int eight_bit;
+    kpu_act act;
+    uint32_t w, h, k, kk, ic, oc;
+    uint32_t g_ic;       /* input channels each output channel reads: 1 when depthwise */
+    uint32_t pad;        /* border of the padded input planes: 1 for 3x3, 0 for 1x1 */
+    uint32_t pitch;      /* bytes per row of a padded input plane */
+    size_t plane;        /* bytes per padded input plane */
+    const uint8_t *in;   /* ic padded input planes (pad taps hold pad_value) */
+    uint8_t *activated;  /* one output channel after the activation, w x h */
+    okpu_round_mode round;
+    okpu_conv_offset_mode offset_mode;
+} emu_layer;
+
+static uint32_t weight_at(const emu_layer *L, size_t index)
+{
+    if (L->eight_bit)
+        return L->weights[index];
+    return (uint32_t)L->weights[2 * index] | ((uint32_t)L->weights[2 * index + 1] << 8);
+}
+
+/* First weight of output channel oc's taps on its i-th input channel ([oc][ic][kh][kw], depthwise [c][kh][kw]). */
+static size_t weight_index(const emu_layer *L, uint32_t oc, uint32_t i)
+{
+    return ((size_t)oc * L->g_ic + i) * L->kk;
+}
+
+/* Input channel number that output channel oc reads as its i-th. */
+static uint32_t input_channel(const emu_layer *L, uint32_t oc, uint32_t i)
+{
+    return L->a->depthwise ? oc : i;
+}
+
+/* Section 4.1 as written: one output value at a time. */
+static void conv_reference(const emu_layer *L, uint32_t oc, const kpu_bn *bn)
+{
+    const kpu_args *a = L->a;
+    uint32_t x, y, i, kx, ky;
+
+    for (y = 0; y < L->h; y++) {
+        for (x = 0; x < L->w; x++) {
+            int64_t alu = 0, all_xw = 0, all_x = 0, all_w = 0;
+            for (i = 0; i < L->g_ic; i++) {
+                const uint8_t *plane = L->in + (size_t)input_channel(L, oc, i) * L->plane;
+                const size_t w0 = weight_index(L, oc, i);
+                int64_t sum_xw = 0, sum_x = 0, sum_w = 0;
+                for (ky = 0; ky < L->k; ky++) {
+                    for (kx = 0; kx < L->k; kx++) {
+                        /* (y + ky - pad, x + kx - pad) in the map is (y + ky, x + kx) in the padded plane */
+                        int64_t xv = plane[(size_t)(y + ky) * L->pitch + x + kx];
+                        int64_t wv = weight_at(L, w0 + ky * L->k + kx);
+                        sum_xw += xv * wv;
+                        sum_x += xv;
+                        sum_w += wv;
+                    }
+                }
+                if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL) {
+                    alu += sum_xw + floor_shr(a->arg_x * sum_x, a->shr_x) + floor_shr(a->arg_w * sum_w, a->shr_w) +
+                           a->arg_add;
+                } else {
+                    all_xw += sum_xw;
+                    all_x += sum_x;
+                    all_w += sum_w;
+                }
+            }
+            if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
+                alu = all_xw + floor_shr(a->arg_x * all_x, a->shr_x) + floor_shr(a->arg_w * all_w, a->shr_w) +
+                      a->arg_add * (int64_t)L->g_ic;
+            L->activated[(size_t)y * L->w + x] = bn_act(alu, bn, &L->act, L->round);
+        }
+    }
+}
+
+/* Scratch of the fast path. */
+typedef struct fast_bufs {
+    int64_t *x_term;     /* w x h: the x-offset term of every pixel, summed over the channels it covers */
+    int64_t *x_table;    /* floor(arg_x * s / 2^shr_x) for every possible per-channel tap sum s */
+    uint32_t *box;       /* w x h: one channel's tap sums */
+    uint32_t *col;       /* w + 2: column sums for the 3x3 box */
+    uint64_t *acc;       /* w x h accumulators (used as uint32 in 8-bit mode) */
+} fast_bufs;
+
+/* Tap sums sum(x) of channel c at every pixel (pad taps included). */
+static void channel_box_sums(const emu_layer *L, uint32_t c, const fast_bufs *B)
+{
+    const uint8_t *plane = L->in + (size_t)c * L->plane;
+    uint32_t x, y;
+
+    if (L->k == 1) {
+        for (x = 0; x < L->w * L->h; x++)
+            B->box[x] = plane[x];
+        return;
+    }
+    for (y = 0; y < L->h; y++) {
+        const uint8_t *r0 = plane + (size_t)y * L->pitch, *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+        uint32_t *out = B->box + (size_t)y * L->w;
+        for (x = 0; x < L->pitch; x++)
+            B->col[x] = (uint32_t)r0[x] + r1[x] + r2[x];
+        for (x = 0; x < L->w; x++)
+            out[x] = B->col[x] + B->col[x + 1] + B->col[x + 2];
+    }
+}
+
+/* The x-offset plane of a non-depthwise layer: per input channel floored terms, or one floor of the total. */
+static void x_term_all_channels(const emu_layer *L, const fast_bufs *B)
+{
+    const size_t n = (size_t)L->w * L->h;
+    size_t p;
+    uint32_t c;
+
+    memset(B->x_term, 0, n * sizeof *B->x_term);
+    if (L->a->arg_x == 0)
+        return;
+    for (c = 0; c < L->ic; c++) {
+        channel_box_sums(L, c, B);
+        if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
+            for (p = 0; p < n; p++)
+                B->x_term[p] += B->x_table[B->box[p]];
+        else
+            for (p = 0; p < n; p++)
+                B->x_term[p] += B->box[p];
+    }
+    if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
+        for (p = 0; p < n; p++)
+            B->x_term[p] = floor_shr(L->a->arg_x * B->x_term[p], L->a->shr_x);
+}
+
+/* Depthwise: one channel, so both offset modes give floor(arg_x * sum(x) / 2^shr_x). */
+static void x_term_one_channel(const emu_layer *L, uint32_t c, const fast_bufs *B)
+{
+    const size_t n = (size_t)L->w * L->h;
+    size_t p;
+
+    if (L->a->arg_x == 0) {
+        memset(B->x_term, 0, n * sizeof *B->x_term);
+        return;
+    }
+    channel_box_sums(L, c, B);
+    for (p = 0; p < n; p++)
+        B->x_term[p] = B->x_table[B->box[p]];
+}
+
+/* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. */
+static int64_t w_term(const emu_layer *L, uint32_t oc)
+{
+    const kpu_args *a = L->a;
+    int64_t total = 0, all_w = 0;
+    uint32_t i, t;
+
+    for (i = 0; i < L->g_ic; i++) {
+        const size_t w0 = weight_index(L, oc, i);
+        int64_t sum_w = 0;
+        for (t = 0; t < L->kk; t++)
+            sum_w += weight_at(L, w0 + t);
+        if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
+            total += floor_shr(a->arg_w * sum_w, a->shr_w);
+        else
+            all_w += sum_w;
+    }
+    if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
+        total = floor_shr(a->arg_w * all_w, a->shr_w);
+    return total + a->arg_add * (int64_t)L->g_ic;
+}
+
+/* sum(x*w) of output channel oc for every pixel of one run of `span` pixels starting at output row y0, then BN and
+ * activation. A 1x1 conv has no padding, so its whole plane is one run; a 3x3 conv runs row by row. */
+static void conv_fast_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, int64_t w_const,
+                           const kpu_bn *bn, const fast_bufs *B)
+{
+    uint32_t *acc32 = (uint32_t *)(void *)B->acc;
+    uint64_t *acc64 = B->acc;
+    const size_t first = (size_t)y0 * L->w;
+    uint32_t i, kx, ky, x;
+
+    if (L->eight_bit)
+        memset(acc32, 0, span * sizeof *acc32);
+    else
+        memset(acc64, 0, span * sizeof *acc64);
+    for (i = 0; i < L->g_ic; i++) {
+        const uint8_t *plane = L->in + (size_t)input_channel(L, oc, i) * L->plane;
+        const size_t w0 = weight_index(L, oc, i);
+        for (ky = 0; ky < L->k; ky++) {
+            for (kx = 0; kx < L->k; kx++) {
+                const uint32_t wv = weight_at(L, w0 + ky * L->k + kx);
+                const uint8_t *row = plane + (size_t)(y0 + ky) * L->pitch + kx;
+                if (wv == 0)
+                    continue;
+                if (L->eight_bit)
+                    for (x = 0; x < span; x++)
+                        acc32[x] += wv * row[x];
+                else
+                    for (x = 0; x < span; x++)
+                        acc64[x] += wv * row[x];
+            }
+        }
+    }
+    for (x = 0; x < span; x++) {
+        int64_t sum_xw = L->eight_bit ? (int64_t)acc32[x] : (int64_t)acc64[x];
+        L->activated[first + x] = bn_act(sum_xw + B->x_term[first + x] + w_const, bn, &L->act, L->round);
+    }
+}
+
+static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, const fast_bufs *B)
+{
+    const int64_t w_const = w_term(L, oc);
+    uint32_t y;
+
+    if (L->a->depthwise)
+        x_term_one_channel(L, oc, B);
+    if (L->k == 1) {
+        conv_fast_span(L, oc, 0, L->w * L->h, w_const, bn, B);
+        return;
+    }
+    for (y = 0; y < L->h; y++)
+        conv_fast_span(L, oc, y, L->w, w_const, bn, B);
+}
+
+/* ---- Scratch ---- */
+
+static size_t align8(size_t n)
+{
+    return (n + 7u) & ~(size_t)7u;
+}
+
+/* Carve `bytes` (8-aligned) from the scratch cursor. */
+static void *carve(uint8_t **cursor, size_t bytes)
+{
+    void *p = *cursor;
+    *cursor += align8(bytes);
+    return p;
+}
+
+static uint8_t *reserve_scratch(kpu_emu *e, size_t bytes)
+{
+    if (bytes > e->scratch_size) {
+        okpu_free(e->opts.allocator, e->scratch, e->scratch_size);
+        e->scratch_size = 0;
+        e->scratch = okpu_alloc(e->opts.allocator, bytes);
+        if (!e->scratch)
+            return NULL;
+        e->scratch_size = bytes;
+    }
+    return e->scratch;
+}
+
+/* Copy the input map out of KPU RAM into ic planes, each with a `pad`-wide border of pad_value. */
+static void load_input(const uint8_t *ram, const emu_layer *L, uint8_t *planes)
+{
+    const kpu_layout layout = kpu_layout_for_width(L->w);
+    const uint8_t *base = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES;
+    uint32_t c, y;
+
+    if (L->pad)
+        memset(planes, L->a->pad_value, L->plane * L->ic);
+    for (c = 0; c < L->ic; c++)
+        for (y = 0; y < L->h; y++)
+            memcpy(planes + c * L->plane + (size_t)(y + L->pad) * L->pitch + L->pad,
+                   base + kpu_layout_offset(&layout, L->h, c, y, 0), L->w);
+}
+
+static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error *err)
+{
+    kpu_emu *e = (kpu_emu *)(void *)self;
+    const kpu_args *a = &job->args;
+    emu_layer L;
+    fast_bufs B;
+    uint8_t *scratch, *cursor, *in_planes, *out_dense;
+    size_t n, out_plane, need, x_table_len;
+    uint32_t oc, s;
+    int rc;
+
+    if ((rc = kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
+        return rc;
+    if (!job->weights || !job->bn || !job->act)
+        return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
+                         "layer %d: KPU job without %s (the loader must point weights, bn and act into the model)",
+                         job->layer, !job->weights ? "weights" : !job->bn ? "a BN table" : "an activation table");
+
+    memset(&L, 0, sizeof L);
+    L.a = a;
+    L.weights = job->weights;
+    L.bn_raw = job->bn;
+    L.eight_bit = job->eight_bit;
+    kpu_act_decode(job->act, &L.act);
+    L.w = a->in_width;
+    L.h = a->in_height;
+    L.k = kpu_kernel_size(a);
+    L.kk = L.k * L.k;
+    L.ic = a->in_channels;
+    L.oc = a->out_channels;
+    L.g_ic = a->depthwise ? 1u : L.ic;
+    L.pad = L.k / 2;
+    L.pitch = L.w + 2 * L.pad;
+    L.plane = (size_t)L.pitch * (L.h + 2 * L.pad);
+    L.round = e->opts.act_round;
+    L.offset_mode = e->opts.conv_offset;
+
+    n = (size_t)L.w * L.h;
+    out_plane = (size_t)a->out_width * a->out_height;
+    x_table_len = (size_t)L.kk * 255u + 1u;
+    need = align8(L.plane * L.ic) + align8(n) + align8(out_plane * L.oc);
+    if (!e->reference)
+        need += align8(n * sizeof(int64_t)) + align8(x_table_len * sizeof(int64_t)) + align8(n * sizeof(uint32_t)) +
+                align8((L.w + 2u) * sizeof(uint32_t)) + align8(n * sizeof(uint64_t));
+    scratch = reserve_scratch(e, need);
+    if (!scratch)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, job->layer, -1,
+                         "layer %d: no memory for the KPU emulator's %lu-byte work area", job->layer,
+                         (unsigned long)need);
+    cursor = scratch;
+    in_planes = carve(&cursor, L.plane * L.ic);
+    L.activated = carve(&cursor, n);
+    out_dense = carve(&cursor, out_plane * L.oc);
+    L.in = in_planes;
+    load_input(self->ram, &L, in_planes);
+
+    if (!e->reference) {
+        B.x_term = carve(&cursor, n * sizeof(int64_t));
+        B.x_table = carve(&cursor, x_table_len * sizeof(int64_t));
+        B.box = carve(&cursor, n * sizeof(uint32_t));
+        B.col = carve(&cursor, (L.w + 2u) * sizeof(uint32_t));
+        B.acc = carve(&cursor, n * sizeof(uint64_t));
+        for (s = 0; s < x_table_len; s++)
+            B.x_table[s] = floor_shr(a->arg_x * (int64_t)s, a->shr_x);
+        if (!a->depthwise)
+            x_term_all_channels(&L, &B);
+    }
+
+    for (oc = 0; oc < L.oc; oc++) {
+        kpu_bn bn;
+        kpu_bn_decode(job->bn + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
+        if (e->reference)
+            conv_reference(&L, oc, &bn);
+        else
+            conv_fast(&L, oc, &bn, &B);
+        pool_plane(L.activated, L.w, L.h, a->pool_type, e->opts.mean_border, out_dense + oc * out_plane);
+    }
+
+    /* Written only after the whole input was read: source and destination regions may overlap. */
+    kpu_layout_upload(self->ram, a->image_dst_addr, out_dense, a->out_width, a->out_height, L.oc);
+    if (job->main_out)
+        memcpy(job->main_out, out_dense, out_plane * L.oc);
+    return OKPU_OK;
+}
+
+static void emu_destroy(kpu_backend *self)
+{
+    kpu_emu *e = (kpu_emu *)(void *)self;
+    const okpu_allocator *alloc;
+    okpu_allocator copy;
+
+    if (!e)
+        return;
+    copy = e->allocator;
+    alloc = e->opts.allocator ? &copy : NULL;
+    okpu_free(alloc, e->scratch, e->scratch_size);
+    okpu_free(alloc, e->base.ram, OKPU_KPU_RAM_SIZE);
+    okpu_free(alloc, e, sizeof *e);
+}
+
+static kpu_backend *emu_create(const okpu_options *opts, int reference, okpu_error *err)
+{
+    okpu_options o;
+    kpu_emu *e;
+
+    if (opts)
+        o = *opts;
+    else
+        memset(&o, 0, sizeof o); /* zero selects the chip's behaviour for everything the emulator uses */
+    e = okpu_alloc(o.allocator, sizeof *e);
+    if (!e) {
+        okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "no memory for the KPU emulator (%lu bytes)",
+                  (unsigned long)sizeof *e);
+        return NULL;
+    }
+    e->opts = o;
+    if (o.allocator) {
+        e->allocator = *o.allocator;
+        e->opts.allocator = &e->allocator;
+    }
+    e->reference = reference;
+    e->base.name = reference ? "emulator (reference conv)" : "emulator";
+    e->base.run_layer = emu_run_layer;
+    e->base.destroy = emu_destroy;
+    e->base.ram = okpu_alloc(e->opts.allocator, OKPU_KPU_RAM_SIZE);
+    if (!e->base.ram) {
+        emu_destroy(&e->base);
+        okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "no memory for the emulated KPU RAM (%u bytes)", OKPU_KPU_RAM_SIZE);
+        return NULL;
+    }
+    return &e->base;
+}
+
+kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err)
+{
+    const char *env = getenv("OKPU_EMU_REFERENCE");
+    return emu_create(opts, env && strcmp(env, "1") == 0, err);
+}
+
+kpu_backend *kpu_emu_create_reference(const okpu_options *opts, okpu_error *err)
+{
+    return emu_create(opts, 1, err);
+}
