@@ -28,6 +28,9 @@ Where this differs from MaixPy, on purpose:
 - `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits;
   `memory(net)` / `net.memory()` return the same figures as a dict.
 - `load(path)` does not insist on ".kmodel" in the file name.
+- At most 5 models at once, as in MaixPy (error 2009 says which are loaded). On CPython a net that is no longer
+  referenced is freed and gives its slot back; on MicroPython (no weak references) the module's list of loaded nets
+  keeps them until `deinit(net)`, so call it.
 
 Flash offsets (`load(0x300000)`): on a PC the SPI flash is a file: `set_flash_image(path)` or (CPython) the
 environment variable OPENKPU_FLASH_IMAGE, naming a raw `.bin` dump from address 0 or (CPython) a `.kfpkg`. The model's
