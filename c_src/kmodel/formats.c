@@ -3,6 +3,7 @@
 
 static const okpu_format *const formats[] = {
     &okpu_format_v3,
+    &okpu_format_v4,
 };
 
 const okpu_format *okpu_find_format(int version)

@@ -1,0 +1,809 @@
+/* kmodel v4 CPU kernels (see neutral_kernels.h for the semantics and the sources they follow). */
+#include "neutral_kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../core/bytes.h"
+
+#define RD(p, i) okpu_rd_f32((p) + (size_t)(i)*4u)
+#define WR(p, i, v) okpu_wr_f32((p) + (size_t)(i)*4u, (v))
+
+/* ---- integer helpers ---- */
+
+static int64_t asr64(int64_t v, unsigned s) /* floor(v / 2^s), defined for negatives */
+{
+    if (s == 0)
+        return v;
+    if (v >= 0)
+        return v >> s;
+    return -(int64_t)((((uint64_t)(-(v + 1))) >> s)) - 1;
+}
+
+static int32_t wrap32(int64_t v)
+{
+    uint32_t u = (uint32_t)(uint64_t)v;
+    return (u <= 0x7FFFFFFFu) ? (int32_t)u : (int32_t)(u - 0x80000000u) - 0x7FFFFFFF - 1;
+}
+
+int32_t v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode)
+{
+    int64_t p = (int64_t)v * (int64_t)mul; /* |p| <= 2^62: no overflow */
+    unsigned s = (unsigned)(uint8_t)shift; /* nncase passes the shift as uint8_t */
+    int64_t r;
+    if (s == 0) {
+        r = p;
+    } else if (s > 62) {
+        r = p < 0 ? -1 : 0; /* not reachable: the reader refuses such shifts */
+    } else if (mode == OKPU_ROUND_SDK_CARRY) {
+        int64_t t = asr64(p, s - 1);
+        if (t & 1)
+            r = (t < 0) ? asr64(t, 1) - 1 : asr64(t, 1) + 1;
+        else
+            r = asr64(t, 1);
+    } else if (mode == OKPU_ROUND_HALF_EVEN) {
+        int64_t fl = asr64(p, s);
+        int64_t frac = p - fl * ((int64_t)1 << s);
+        int64_t half = (int64_t)1 << (s - 1);
+        r = fl;
+        if (frac > half || (frac == half && (fl & 1)))
+            r = fl + 1;
+    } else { /* HALF_UP: beta4 `(v + (1 << (s-1))) >> s` */
+        r = asr64(p + ((int64_t)1 << (s - 1)), s);
+    }
+    return wrap32(r);
+}
+
+static uint8_t clamp_u8_32(int64_t v)
+{
+    return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+int64_t v4_windowed_size(int64_t size, int64_t filter, int64_t stride, int64_t dilation, int64_t pad_before,
+                         int64_t pad_after)
+{
+    int64_t eff = (filter - 1) * dilation + 1;
+    int64_t num = size + pad_before + pad_after - eff + stride;
+    if (stride <= 0)
+        return -1;
+    /* C++ truncating division, as nncase */
+    return num / stride;
+}
+
+float v4_clampf(float v, float lo, float hi)
+{
+    return (v < lo) ? lo : ((hi < v) ? hi : v);
+}
+
+static float fmin_nn(float a, float b) { return (b < a) ? b : a; } /* std::min */
+static float fmax_nn(float a, float b) { return (a < b) ? b : a; } /* std::max */
+
+static size_t off4(const int32_t s[4], int32_t i0, int32_t i1, int32_t i2, int32_t i3)
+{
+    return (((size_t)i0 * (size_t)s[1] + (size_t)i1) * (size_t)s[2] + (size_t)i2) * (size_t)s[3] + (size_t)i3;
+}
+
+static size_t prod4(const int32_t s[4])
+{
+    return (size_t)s[0] * (size_t)s[1] * (size_t)s[2] * (size_t)s[3];
+}
+
+static int same_shape(const int32_t a[4], const int32_t b[4])
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/* ---- binary ---- */
+
+static float bin_f(int op, float a, float b)
+{
+    switch (op) {
+    case V4_BIN_ADD: return a + b;
+    case V4_BIN_SUB: return a - b;
+    case V4_BIN_MUL: return a * b;
+    case V4_BIN_DIV: return a / b;
+    case V4_BIN_MIN: return fmin_nn(a, b);
+    default: return fmax_nn(a, b);
+    }
+}
+
+void v4k_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
+                const int32_t so[4], int op, float lo, float hi)
+{
+    if (same_shape(sa, sb)) {
+        size_t i, n = prod4(sa);
+        for (i = 0; i < n; i++)
+            WR(out, i, v4_clampf(bin_f(op, RD(a, i), RD(b, i)), lo, hi));
+    } else {
+        int32_t d0, d1, d2, d3;
+        for (d0 = 0; d0 < so[0]; d0++)
+            for (d1 = 0; d1 < so[1]; d1++)
+                for (d2 = 0; d2 < so[2]; d2++)
+                    for (d3 = 0; d3 < so[3]; d3++) {
+                        size_t ia = off4(sa, d0 < sa[0] ? d0 : 0, d1 < sa[1] ? d1 : 0, d2 < sa[2] ? d2 : 0,
+                                         d3 < sa[3] ? d3 : 0);
+                        size_t ib = off4(sb, d0 < sb[0] ? d0 : 0, d1 < sb[1] ? d1 : 0, d2 < sb[2] ? d2 : 0,
+                                         d3 < sb[3] ? d3 : 0);
+                        WR(out, off4(so, d0, d1, d2, d3), v4_clampf(bin_f(op, RD(a, ia), RD(b, ib)), lo, hi));
+                    }
+    }
+}
+
+static int32_t bin_i(int op, int32_t a, int32_t b)
+{
+    switch (op) {
+    case V4_BIN_ADD: return wrap32((int64_t)a + b);
+    case V4_BIN_SUB: return wrap32((int64_t)a - b);
+    case V4_BIN_MUL: return wrap32((int64_t)a * b);
+    case V4_BIN_DIV: {
+        /* nncase: (a + b / 2) / b, int32; RISC-V DIV: x / 0 = -1, INT32_MIN / -1 = INT32_MIN */
+        int32_t n = wrap32((int64_t)a + b / 2);
+        if (b == 0)
+            return -1;
+        if (b == -1)
+            return wrap32(-(int64_t)n);
+        return n / b;
+    }
+    case V4_BIN_MIN: return (b < a) ? b : a;
+    default: return (a < b) ? b : a;
+    }
+}
+
+static uint8_t qbin1(uint8_t av, uint8_t bv, int op, const v4_qbin_params *p, okpu_round_mode mode)
+{
+    int32_t a = v4_mul_shift(wrap32((int64_t)av + p->a_offset), p->a_mul, p->a_shift, mode);
+    int32_t b = v4_mul_shift(wrap32((int64_t)bv + p->b_offset), p->b_mul, p->b_shift, mode);
+    int32_t o = v4_mul_shift(bin_i(op, a, b), p->out_mul, p->out_shift, mode);
+    return clamp_u8_32((int64_t)o + p->out_offset);
+}
+
+void v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
+                          const int32_t so[4], int op, const v4_qbin_params *p, okpu_round_mode mode)
+{
+    if (same_shape(sa, sb)) {
+        size_t i, n = prod4(sa);
+        for (i = 0; i < n; i++)
+            out[i] = qbin1(a[i], b[i], op, p, mode);
+    } else {
+        int32_t d0, d1, d2, d3;
+        for (d0 = 0; d0 < so[0]; d0++)
+            for (d1 = 0; d1 < so[1]; d1++)
+                for (d2 = 0; d2 < so[2]; d2++)
+                    for (d3 = 0; d3 < so[3]; d3++) {
+                        size_t ia = off4(sa, d0 < sa[0] ? d0 : 0, d1 < sa[1] ? d1 : 0, d2 < sa[2] ? d2 : 0,
+                                         d3 < sa[3] ? d3 : 0);
+                        size_t ib = off4(sb, d0 < sb[0] ? d0 : 0, d1 < sb[1] ? d1 : 0, d2 < sb[2] ? d2 : 0,
+                                         d3 < sb[3] ? d3 : 0);
+                        out[off4(so, d0, d1, d2, d3)] = qbin1(a[ia], b[ib], op, p, mode);
+                    }
+    }
+}
+
+/* ---- concat ---- */
+
+void v4k_concat(uint8_t *out, const uint8_t *const *inputs, const int32_t *dims, uint32_t count, uint32_t inner,
+                uint32_t outer)
+{
+    uint32_t oc, i;
+    for (oc = 0; oc < outer; oc++)
+        for (i = 0; i < count; i++) {
+            size_t size = (size_t)inner * (size_t)dims[i];
+            memmove(out, inputs[i] + (size_t)oc * size, size);
+            out += size;
+        }
+}
+
+/* ---- convolutions ---- */
+
+/* Is input row/col `origin + dilation*k` inside [0, size)? (equivalent to nncase's filter start/end bounds) */
+static int tap_in(int32_t origin, int32_t k, int32_t dilation, int32_t size)
+{
+    int64_t p = (int64_t)origin + (int64_t)dilation * k;
+    return p >= 0 && p < size;
+}
+
+void v4k_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias, const int32_t in_shape[4],
+                int32_t groups, int32_t out_channels, const v4_window *w, float lo, float hi)
+{
+    int32_t out_h = (int32_t)v4_windowed_size(in_shape[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+                                              w->pad_h_after);
+    int32_t out_w = (int32_t)v4_windowed_size(in_shape[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+                                              w->pad_w_after);
+    int32_t g_ic = in_shape[1] / groups, g_oc = out_channels / groups;
+    size_t plane = (size_t)in_shape[2] * (size_t)in_shape[3], ksz = (size_t)w->filter_h * (size_t)w->filter_w;
+    size_t o = 0;
+    int32_t n, og, oc, oy, ox, ic, ky, kx;
+    for (n = 0; n < in_shape[0]; n++)
+        for (og = 0; og < groups; og++)
+            for (oc = 0; oc < g_oc; oc++) {
+                size_t wo = ((size_t)og * g_oc + oc) * g_ic * ksz;
+                for (oy = 0; oy < out_h; oy++)
+                    for (ox = 0; ox < out_w; ox++) {
+                        int32_t iy0 = oy * w->stride_h - w->pad_h_before, ix0 = ox * w->stride_w - w->pad_w_before;
+                        float v = RD(bias, (size_t)og * g_oc + oc);
+                        for (ic = 0; ic < g_ic; ic++) {
+                            size_t ci = ((size_t)n * in_shape[1] + (size_t)og * g_ic + ic) * plane;
+                            for (ky = 0; ky < w->filter_h; ky++) {
+                                if (!tap_in(iy0, ky, w->dilation_h, in_shape[2]))
+                                    continue;
+                                for (kx = 0; kx < w->filter_w; kx++) {
+                                    int32_t y, x;
+                                    if (!tap_in(ix0, kx, w->dilation_w, in_shape[3]))
+                                        continue;
+                                    y = iy0 + w->dilation_h * ky;
+                                    x = ix0 + w->dilation_w * kx;
+                                    v = fmaf(RD(in, ci + (size_t)y * in_shape[3] + x),
+                                             RD(weights, wo + ic * ksz + (size_t)ky * w->filter_w + kx), v);
+                                }
+                            }
+                        }
+                        WR(out, o++, v4_clampf(v, lo, hi));
+                    }
+            }
+}
+
+void v4k_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                          const int32_t in_shape[4], int32_t groups, int32_t out_channels, const v4_window *w,
+                          const v4_qconv_params *p, okpu_round_mode mode)
+{
+    int32_t out_h = (int32_t)v4_windowed_size(in_shape[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+                                              w->pad_h_after);
+    int32_t out_w = (int32_t)v4_windowed_size(in_shape[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+                                              w->pad_w_after);
+    int32_t g_ic = in_shape[1] / groups, g_oc = out_channels / groups;
+    size_t plane = (size_t)in_shape[2] * (size_t)in_shape[3], ksz = (size_t)w->filter_h * (size_t)w->filter_w;
+    size_t o = 0;
+    int32_t n, og, oc, oy, ox, ic, ky, kx;
+    for (n = 0; n < in_shape[0]; n++)
+        for (og = 0; og < groups; og++)
+            for (oc = 0; oc < g_oc; oc++) {
+                size_t wo = ((size_t)og * g_oc + oc) * g_ic * ksz;
+                for (oy = 0; oy < out_h; oy++)
+                    for (ox = 0; ox < out_w; ox++) {
+                        int32_t iy0 = oy * w->stride_h - w->pad_h_before, ix0 = ox * w->stride_w - w->pad_w_before;
+                        uint32_t acc = (uint32_t)okpu_rd_i32(bias + ((size_t)og * g_oc + oc) * 4u); /* int32, wraps */
+                        int32_t r;
+                        for (ic = 0; ic < g_ic; ic++) {
+                            size_t ci = ((size_t)n * in_shape[1] + (size_t)og * g_ic + ic) * plane;
+                            for (ky = 0; ky < w->filter_h; ky++) {
+                                if (!tap_in(iy0, ky, w->dilation_h, in_shape[2]))
+                                    continue;
+                                for (kx = 0; kx < w->filter_w; kx++) {
+                                    int32_t y, x;
+                                    int64_t xv, wv;
+                                    if (!tap_in(ix0, kx, w->dilation_w, in_shape[3]))
+                                        continue;
+                                    y = iy0 + w->dilation_h * ky;
+                                    x = ix0 + w->dilation_w * kx;
+                                    xv = (int64_t)in[ci + (size_t)y * in_shape[3] + x] + p->input_offset;
+                                    wv = (int64_t)weights[wo + ic * ksz + (size_t)ky * w->filter_w + kx] +
+                                         p->filter_offset;
+                                    acc += (uint32_t)wrap32(wrap32(xv) * (int64_t)wrap32(wv));
+                                }
+                            }
+                        }
+                        r = v4_mul_shift(wrap32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                        out[o++] = clamp_u8_32((int64_t)r + p->output_offset);
+                    }
+            }
+}
+
+void v4k_conv2d_transpose(const uint8_t *in, uint8_t *out, const uint8_t *weights, const int32_t in_shape[4],
+                          const int32_t out_shape[4], int32_t groups, const v4_window *w, float lo, float hi)
+{
+    size_t total = prod4(out_shape), i, ii = 0;
+    int32_t g_ic = in_shape[1] / groups, g_oc = out_shape[1] / groups;
+    size_t oplane = (size_t)out_shape[2] * (size_t)out_shape[3], ksz = (size_t)w->filter_h * (size_t)w->filter_w;
+    int32_t n, g, ic, iy, ix, oc, ky, kx;
+    for (i = 0; i < total; i++)
+        WR(out, i, 0.0f);
+    for (n = 0; n < in_shape[0]; n++)
+        for (g = 0; g < groups; g++)
+            for (ic = 0; ic < g_ic; ic++)
+                for (iy = 0; iy < in_shape[2]; iy++)
+                    for (ix = 0; ix < in_shape[3]; ix++) {
+                        int32_t oy0 = iy * w->stride_h - w->pad_h_before, ox0 = ix * w->stride_w - w->pad_w_before;
+                        float x = RD(in, ii++);
+                        for (oc = 0; oc < g_oc; oc++) {
+                            size_t ob = ((size_t)n * out_shape[1] + (size_t)g * g_oc + oc) * oplane;
+                            size_t wb = (((size_t)g * g_oc + oc) * g_ic + ic) * ksz;
+                            for (ky = 0; ky < w->filter_h; ky++) {
+                                if (!tap_in(oy0, ky, w->dilation_h, out_shape[2]))
+                                    continue;
+                                for (kx = 0; kx < w->filter_w; kx++) {
+                                    size_t oi;
+                                    if (!tap_in(ox0, kx, w->dilation_w, out_shape[3]))
+                                        continue;
+                                    oi = ob + (size_t)(oy0 + w->dilation_h * ky) * out_shape[3] +
+                                         (size_t)(ox0 + w->dilation_w * kx);
+                                    WR(out, oi, fmaf(x, RD(weights, wb + (size_t)ky * w->filter_w + kx), RD(out, oi)));
+                                }
+                            }
+                        }
+                    }
+    for (i = 0; i < total; i++)
+        WR(out, i, v4_clampf(RD(out, i), lo, hi));
+}
+
+/* ---- quantize / dequantize ---- */
+
+void v4k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
+{
+    float s = 1.0f / scale;
+    float z = (float)(-(int64_t)zero_point) * s;
+    uint32_t i;
+    for (i = 0; i < count; i++)
+        WR(out, i, fmaf((float)in[i], s, z));
+}
+
+static int64_t sat_i32f(float v) /* RISC-V fcvt.w.s saturation: NaN -> INT32_MAX */
+{
+    if (v != v || v >= 2147483648.0f)
+        return 2147483647;
+    if (v < -2147483648.0f)
+        return -2147483647 - 1;
+    return (int64_t)v;
+}
+
+static float round_half_even(float v)
+{
+    float fl = floorf(v), d = v - fl;
+    if (d > 0.5f)
+        return fl + 1.0f;
+    if (d < 0.5f)
+        return fl;
+    return (fmodf(fl, 2.0f) == 0.0f) ? fl : fl + 1.0f;
+}
+
+void v4k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
+{
+    float z = (float)zero_point;
+    uint32_t i, pairs = count / 2u * 2u;
+    for (i = 0; i < pairs; i++) {
+        float v = fmaf(RD(in, i), scale, z);
+        out[i] = clamp_u8_32(v != v ? 2147483647 : sat_i32f(round_half_even(v)));
+    }
+    if (count % 2u) {
+        float v = fmaf(RD(in, count - 1), scale, z);
+        out[count - 1] = clamp_u8_32(v != v ? 2147483647 : sat_i32f(roundf(v)));
+    }
+}
+
+/* ---- matmul ---- */
+
+void v4k_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, const uint8_t *bias, int32_t a_rows, int32_t a_cols,
+                int32_t b_cols, float lo, float hi)
+{
+    int32_t r, c, i;
+    for (r = 0; r < a_rows; r++)
+        for (c = 0; c < b_cols; c++) {
+            float v = RD(bias, c);
+            for (i = 0; i < a_cols; i++)
+                v = fmaf(RD(a, (size_t)r * a_cols + i), RD(b, (size_t)i * b_cols + c), v);
+            WR(out, (size_t)r * b_cols + c, v4_clampf(v, lo, hi));
+        }
+}
+
+void v4k_quantized_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, const uint8_t *bias, int32_t a_rows,
+                          int32_t a_cols, int32_t b_cols, int32_t a_offset, int32_t b_offset, int32_t out_mul,
+                          int32_t out_shift, int32_t out_offset, okpu_round_mode mode)
+{
+    int32_t r, c, i;
+    for (r = 0; r < a_rows; r++)
+        for (c = 0; c < b_cols; c++) {
+            uint32_t acc = (uint32_t)okpu_rd_i32(bias + (size_t)c * 4u);
+            int32_t v;
+            for (i = 0; i < a_cols; i++) {
+                int32_t av = wrap32((int64_t)a[(size_t)r * a_cols + i] + a_offset);
+                int32_t bv = wrap32((int64_t)b[(size_t)i * b_cols + c] + b_offset);
+                acc += (uint32_t)wrap32((int64_t)av * bv);
+            }
+            v = v4_mul_shift((int32_t)wrap32((int64_t)acc), out_mul, out_shift, mode);
+            out[(size_t)r * b_cols + c] = clamp_u8_32((int64_t)v + out_offset);
+        }
+}
+
+/* ---- pad / transpose / slice ---- */
+
+void v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
+             const uint8_t pad_value[4], uint32_t es)
+{
+    int32_t os[4], d[4], k;
+    for (k = 0; k < 4; k++)
+        os[k] = in_shape[k] + paddings[2 * k] + paddings[2 * k + 1];
+    for (d[0] = 0; d[0] < os[0]; d[0]++)
+        for (d[1] = 0; d[1] < os[1]; d[1]++)
+            for (d[2] = 0; d[2] < os[2]; d[2]++)
+                for (d[3] = 0; d[3] < os[3]; d[3]++) {
+                    int inside = 1;
+                    for (k = 0; k < 4; k++)
+                        if (d[k] < paddings[2 * k] || d[k] >= os[k] - paddings[2 * k + 1])
+                            inside = 0;
+                    if (inside) {
+                        size_t src = off4(in_shape, d[0] - paddings[0], d[1] - paddings[2], d[2] - paddings[4],
+                                          d[3] - paddings[6]);
+                        memcpy(out, in + src * es, es);
+                    } else {
+                        memcpy(out, pad_value, es);
+                    }
+                    out += es;
+                }
+}
+
+void v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4], uint32_t es)
+{
+    int32_t os[4], o[4], i[4], k;
+    for (k = 0; k < 4; k++)
+        os[k] = in_shape[perm[k]];
+    /* nncase's loop order: o[3] outermost, o[0] innermost */
+    for (o[3] = 0; o[3] < os[3]; o[3]++) {
+        i[perm[3]] = o[3];
+        for (o[2] = 0; o[2] < os[2]; o[2]++) {
+            i[perm[2]] = o[2];
+            for (o[1] = 0; o[1] < os[1]; o[1]++) {
+                i[perm[1]] = o[1];
+                for (o[0] = 0; o[0] < os[0]; o[0]++) {
+                    i[perm[0]] = o[0];
+                    memcpy(out + off4(os, o[0], o[1], o[2], o[3]) * es, in + off4(in_shape, i[0], i[1], i[2], i[3]) * es,
+                           es);
+                }
+            }
+        }
+    }
+}
+
+static int slice_more(int32_t i, int32_t stop, int32_t stride)
+{
+    return stride > 0 ? i < stop : i > stop;
+}
+
+void v4k_strided_slice(const uint8_t *in, uint8_t *out, const int32_t s[4], const int32_t begin[4],
+                       const int32_t end[4], const int32_t strides[4], uint32_t es)
+{
+    int32_t d0, d1, d2, d3;
+    for (d0 = begin[0]; slice_more(d0, end[0], strides[0]); d0 += strides[0])
+        for (d1 = begin[1]; slice_more(d1, end[1], strides[1]); d1 += strides[1])
+            for (d2 = begin[2]; slice_more(d2, end[2], strides[2]); d2 += strides[2])
+                for (d3 = begin[3]; slice_more(d3, end[3], strides[3]); d3 += strides[3]) {
+                    memcpy(out, in + off4(s, d0, d1, d2, d3) * es, es);
+                    out += es;
+                }
+}
+
+/* ---- reductions ---- */
+
+static float red_f(int op, float acc, float v)
+{
+    switch (op) {
+    case V4_RED_MIN: return fmin_nn(acc, v);
+    case V4_RED_MAX: return fmax_nn(acc, v);
+    default: return acc + v; /* mean, sum */
+    }
+}
+
+void v4k_reduce(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const int32_t os[4], float init)
+{
+    size_t i, n_out = prod4(os), n_in = prod4(is);
+    int32_t d0, d1, d2, d3;
+    for (i = 0; i < n_out; i++)
+        WR(out, i, init);
+    for (d0 = 0; d0 < is[0]; d0++)
+        for (d1 = 0; d1 < is[1]; d1++)
+            for (d2 = 0; d2 < is[2]; d2++)
+                for (d3 = 0; d3 < is[3]; d3++) {
+                    size_t oi = off4(os, d0 < os[0] ? d0 : 0, d1 < os[1] ? d1 : 0, d2 < os[2] ? d2 : 0,
+                                     d3 < os[3] ? d3 : 0);
+                    WR(out, oi, red_f(op, RD(out, oi), RD(in, off4(is, d0, d1, d2, d3))));
+                }
+    if (op == V4_RED_MEAN) {
+        float mul = (float)n_out / (float)n_in; /* nncase: (float)output.size() / input.size() */
+        for (i = 0; i < n_out; i++)
+            WR(out, i, RD(out, i) * mul);
+    }
+}
+
+static float window_out(int op, float v, int32_t k)
+{
+    return op == V4_RED_MEAN ? v / (float)k : v;
+}
+
+void v4k_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const v4_window *w, float init,
+                         float lo, float hi)
+{
+    int32_t out_h = (int32_t)v4_windowed_size(is[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+                                              w->pad_h_after);
+    int32_t out_w = (int32_t)v4_windowed_size(is[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+                                              w->pad_w_after);
+    size_t o = 0;
+    int32_t n, c, oy, ox, ky, kx;
+    for (n = 0; n < is[0]; n++)
+        for (c = 0; c < is[1]; c++)
+            for (oy = 0; oy < out_h; oy++)
+                for (ox = 0; ox < out_w; ox++) {
+                    int32_t iy0 = oy * w->stride_h - w->pad_h_before, ix0 = ox * w->stride_w - w->pad_w_before;
+                    float v = init;
+                    int32_t k = 0;
+                    for (ky = 0; ky < w->filter_h; ky++) {
+                        if (!tap_in(iy0, ky, w->dilation_h, is[2]))
+                            continue;
+                        for (kx = 0; kx < w->filter_w; kx++) {
+                            if (!tap_in(ix0, kx, w->dilation_w, is[3]))
+                                continue;
+                            v = red_f(op, v, RD(in, off4(is, n, c, iy0 + w->dilation_h * ky, ix0 + w->dilation_w * kx)));
+                            k++;
+                        }
+                    }
+                    WR(out, o++, v4_clampf(window_out(op, v, k), lo, hi));
+                }
+}
+
+void v4k_cpu_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const v4_window *w,
+                             float init, float lo, float hi)
+{
+    /* NHWC: is = {n, h, w, c} */
+    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+                                              w->pad_h_after);
+    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+                                              w->pad_w_after);
+    size_t o = 0;
+    int32_t n, c, oy, ox, ky, kx;
+    for (n = 0; n < is[0]; n++)
+        for (oy = 0; oy < out_h; oy++)
+            for (ox = 0; ox < out_w; ox++) {
+                int32_t iy0 = oy * w->stride_h - w->pad_h_before, ix0 = ox * w->stride_w - w->pad_w_before;
+                for (c = 0; c < is[3]; c++) {
+                    float v = init;
+                    int32_t k = 0;
+                    for (ky = 0; ky < w->filter_h; ky++) {
+                        if (!tap_in(iy0, ky, w->dilation_h, is[1]))
+                            continue;
+                        for (kx = 0; kx < w->filter_w; kx++) {
+                            if (!tap_in(ix0, kx, w->dilation_w, is[2]))
+                                continue;
+                            v = red_f(op, v, RD(in, off4(is, n, iy0 + w->dilation_h * ky, ix0 + w->dilation_w * kx, c)));
+                            k++;
+                        }
+                    }
+                    WR(out, o++, v4_clampf(window_out(op, v, k), lo, hi));
+                }
+            }
+}
+
+/* ---- resize ---- */
+
+static float rd_elem(const uint8_t *p, size_t i, uint32_t es)
+{
+    return es == 4 ? RD(p, i) : (float)p[i];
+}
+
+void v4k_resize(const uint8_t *in, uint8_t *out, const int32_t is[4], int32_t out_h, int32_t out_w, int mode,
+                int align_corners, uint32_t es)
+{
+    float hs = (float)is[2] / (float)out_h, ws = (float)is[3] / (float)out_w;
+    size_t o = 0;
+    int32_t n, c, oy, ox;
+    if (mode != 0) {
+        for (n = 0; n < is[0]; n++)
+            for (c = 0; c < is[1]; c++)
+                for (oy = 0; oy < out_h; oy++) {
+                    int32_t iy = (int32_t)floorf((float)oy * hs);
+                    if (iy > is[2] - 1)
+                        iy = is[2] - 1;
+                    for (ox = 0; ox < out_w; ox++) {
+                        int32_t ix = (int32_t)floorf((float)ox * ws);
+                        if (ix > is[3] - 1)
+                            ix = is[3] - 1;
+                        memcpy(out + o * es, in + off4(is, n, c, iy, ix) * es, es);
+                        o++;
+                    }
+                }
+        return;
+    }
+    if (align_corners && out_h > 1)
+        hs = (float)(is[2] - 1) / (float)(out_h - 1);
+    if (align_corners && out_w > 1)
+        ws = (float)(is[3] - 1) / (float)(out_w - 1);
+    for (n = 0; n < is[0]; n++)
+        for (c = 0; c < is[1]; c++)
+            for (oy = 0; oy < out_h; oy++) {
+                float fy = (float)oy * hs;
+                int32_t y0 = (int32_t)floorf(fy), y1 = y0 + 1 < is[2] - 1 ? y0 + 1 : is[2] - 1;
+                for (ox = 0; ox < out_w; ox++) {
+                    float fx = (float)ox * ws;
+                    int32_t x0 = (int32_t)floorf(fx), x1 = x0 + 1 < is[3] - 1 ? x0 + 1 : is[3] - 1;
+                    float dy = fy - (float)y0, dx = fx - (float)x0;
+                    float a0 = (1 - dy) * (1 - dx), a1 = dy * (1 - dx), a2 = (1 - dy) * dx, a3 = dy * dx;
+                    float v0 = rd_elem(in, off4(is, n, c, y0, x0), es), v1 = rd_elem(in, off4(is, n, c, y1, x0), es);
+                    float v2 = rd_elem(in, off4(is, n, c, y0, x1), es), v3 = rd_elem(in, off4(is, n, c, y1, x1), es);
+                    float v = fmaf(v3, a3, fmaf(v2, a2, fmaf(v1, a1, v0 * a0)));
+                    if (es == 4) {
+                        WR(out, o, v);
+                    } else {
+                        /* T(v): truncation toward zero; clamped first so the conversion is defined */
+                        out[o] = (uint8_t)(v != v ? 0 : (v <= 0.0f ? 0 : (v >= 255.0f ? 255 : (int)v)));
+                    }
+                    o++;
+                }
+            }
+}
+
+/* ---- softmax / unary / lookup ---- */
+
+void v4k_softmax(const uint8_t *in, uint8_t *out, int32_t inner, int32_t outer, float beta)
+{
+    int32_t b, i;
+    for (b = 0; b < outer; b++) {
+        size_t base = (size_t)b * (size_t)inner;
+        float mx = RD(in, base), sum = 0.0f;
+        for (i = 1; i < inner; i++) { /* std::max_element: first largest by operator< */
+            float v = RD(in, base + i);
+            if (mx < v)
+                mx = v;
+        }
+        for (i = 0; i < inner; i++) {
+            float e = expf((RD(in, base + i) - mx) * beta);
+            sum += e;
+            WR(out, base + i, e);
+        }
+        for (i = 0; i < inner; i++)
+            WR(out, base + i, RD(out, base + i) / sum);
+    }
+}
+
+float v4_unary_apply(int op, float a)
+{
+    switch (op) {
+    case V4_UN_ABS: return fabsf(a);
+    case V4_UN_CEIL: return ceilf(a);
+    case V4_UN_COS: return cosf(a);
+    case V4_UN_EXP: return expf(a);
+    case V4_UN_FLOOR: return floorf(a);
+    case V4_UN_LOG: return logf(a);
+    case V4_UN_NEG: return -a;
+    case V4_UN_RSQRT: return 1.0f / sqrtf(a);
+    case V4_UN_SIN: return sinf(a);
+    default: return a * a; /* square */
+    }
+}
+
+void v4k_unary(const uint8_t *in, uint8_t *out, uint32_t count, int op)
+{
+    uint32_t i;
+    for (i = 0; i < count; i++)
+        WR(out, i, v4_unary_apply(op, RD(in, i)));
+}
+
+void v4k_table_lookup1d(const uint8_t *in, uint8_t *out, uint32_t count, const uint8_t *table)
+{
+    uint32_t i;
+    for (i = 0; i < count; i++)
+        out[i] = table[in[i]];
+}
+
+/* ---- CPU NHWC convolutions ---- */
+
+void v4k_cpu_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                    const int32_t is[4], int32_t out_channels, const v4_window *w, float lo, float hi)
+{
+    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+                                              w->pad_h_after);
+    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+                                              w->pad_w_after);
+    size_t o = 0;
+    int32_t n, oy, ox, oc, ky, kx, ic;
+    for (n = 0; n < is[0]; n++)
+        for (oy = 0; oy < out_h; oy++)
+            for (ox = 0; ox < out_w; ox++) {
+                int32_t iy0 = oy * w->stride_h - w->pad_h_before, ix0 = ox * w->stride_w - w->pad_w_before;
+                for (oc = 0; oc < out_channels; oc++) {
+                    size_t wb = (size_t)oc * w->filter_h * w->filter_w * is[3];
+                    float v = RD(bias, oc);
+                    for (ky = 0; ky < w->filter_h; ky++) {
+                        if (!tap_in(iy0, ky, w->dilation_h, is[1]))
+                            continue;
+                        for (kx = 0; kx < w->filter_w; kx++) {
+                            size_t ip, wp;
+                            if (!tap_in(ix0, kx, w->dilation_w, is[2]))
+                                continue;
+                            ip = off4(is, n, iy0 + w->dilation_h * ky, ix0 + w->dilation_w * kx, 0);
+                            wp = wb + ((size_t)ky * w->filter_w + kx) * is[3];
+                            for (ic = 0; ic < is[3]; ic++)
+                                v = fmaf(RD(in, ip + ic), RD(weights, wp + ic), v);
+                        }
+                    }
+                    WR(out, o++, v4_clampf(v, lo, hi));
+                }
+            }
+}
+
+void v4k_cpu_depthwise_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                              const int32_t is[4], const v4_window *w, float lo, float hi)
+{
+    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+                                              w->pad_h_after);
+    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+                                              w->pad_w_after);
+    size_t o = 0;
+    int32_t n, oy, ox, oc, ky, kx;
+    for (n = 0; n < is[0]; n++)
+        for (oy = 0; oy < out_h; oy++)
+            for (ox = 0; ox < out_w; ox++) {
+                int32_t iy0 = oy * w->stride_h - w->pad_h_before, ix0 = ox * w->stride_w - w->pad_w_before;
+                for (oc = 0; oc < is[3]; oc++) {
+                    size_t wb = (size_t)oc * w->filter_h * w->filter_w;
+                    float v = RD(bias, oc);
+                    for (ky = 0; ky < w->filter_h; ky++) {
+                        if (!tap_in(iy0, ky, w->dilation_h, is[1]))
+                            continue;
+                        for (kx = 0; kx < w->filter_w; kx++) {
+                            if (!tap_in(ix0, kx, w->dilation_w, is[2]))
+                                continue;
+                            v = fmaf(RD(in, off4(is, n, iy0 + w->dilation_h * ky, ix0 + w->dilation_w * kx, oc)),
+                                     RD(weights, wb + (size_t)ky * w->filter_w + kx), v);
+                        }
+                    }
+                    WR(out, o++, v4_clampf(v, lo, hi));
+                }
+            }
+}
+
+static void cpu_qconv(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias, const int32_t is[4],
+                      int32_t out_channels, int depthwise, const v4_window *w, const v4_qconv_params *p,
+                      okpu_round_mode mode)
+{
+    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+                                              w->pad_h_after);
+    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+                                              w->pad_w_after);
+    size_t o = 0;
+    int32_t n, oy, ox, oc, ky, kx, ic;
+    int32_t noc = depthwise ? is[3] : out_channels;
+    for (n = 0; n < is[0]; n++)
+        for (oy = 0; oy < out_h; oy++)
+            for (ox = 0; ox < out_w; ox++) {
+                int32_t iy0 = oy * w->stride_h - w->pad_h_before, ix0 = ox * w->stride_w - w->pad_w_before;
+                for (oc = 0; oc < noc; oc++) {
+                    size_t wb = (size_t)oc * w->filter_h * w->filter_w * (depthwise ? 1u : (size_t)is[3]);
+                    uint32_t acc = (uint32_t)okpu_rd_i32(bias + (size_t)oc * 4u);
+                    int32_t r;
+                    for (ky = 0; ky < w->filter_h; ky++) {
+                        if (!tap_in(iy0, ky, w->dilation_h, is[1]))
+                            continue;
+                        for (kx = 0; kx < w->filter_w; kx++) {
+                            size_t ip;
+                            if (!tap_in(ix0, kx, w->dilation_w, is[2]))
+                                continue;
+                            ip = off4(is, n, iy0 + w->dilation_h * ky, ix0 + w->dilation_w * kx, 0);
+                            if (depthwise) {
+                                int64_t xv = (int64_t)in[ip + oc] - p->input_offset;
+                                int64_t wv = (int64_t)weights[wb + (size_t)ky * w->filter_w + kx] - p->filter_offset;
+                                acc += (uint32_t)wrap32(wrap32(xv) * (int64_t)wrap32(wv));
+                            } else {
+                                size_t wp = wb + ((size_t)ky * w->filter_w + kx) * is[3];
+                                for (ic = 0; ic < is[3]; ic++) {
+                                    int64_t xv = (int64_t)in[ip + ic] - p->input_offset;
+                                    int64_t wv = (int64_t)weights[wp + ic] - p->filter_offset;
+                                    acc += (uint32_t)wrap32(wrap32(xv) * (int64_t)wrap32(wv));
+                                }
+                            }
+                        }
+                    }
+                    r = v4_mul_shift(wrap32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                    out[o++] = clamp_u8_32((int64_t)wrap32((int64_t)r + p->output_offset));
+                }
+            }
+}
+
+void v4k_cpu_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                              const int32_t in_shape[4], int32_t out_channels, const v4_window *win,
+                              const v4_qconv_params *p, okpu_round_mode mode)
+{
+    cpu_qconv(in, out, weights, bias, in_shape, out_channels, 0, win, p, mode);
+}
+
+void v4k_cpu_quantized_depthwise_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                                        const int32_t in_shape[4], const v4_window *win, const v4_qconv_params *p,
+                                        okpu_round_mode mode)
+{
+    cpu_qconv(in, out, weights, bias, in_shape, 0, 1, win, p, mode);
+}
