@@ -275,7 +275,8 @@ static mp_obj_t kpu_model_set_input(mp_obj_t self_in, mp_obj_t index_in, mp_obj_
     mp_int_t index = mp_obj_get_int(index_in);
     mp_buffer_info_t bufinfo;
     if (!mp_get_buffer(buf_in, &bufinfo, MP_BUFFER_READ)) {
-        mp_raise_TypeError(MP_ERROR_TEXT("[MAIXPY]kpu: input must be bytes-like (planar u8 image or float32 array)"));
+        mp_raise_msg_varg(&mp_type_TypeError, MP_ERROR_TEXT("a bytes-like object is required, not '%s'"),
+            mp_obj_get_type_str(buf_in));
     }
     okpu_error err;
     memset(&err, 0, sizeof(err));

