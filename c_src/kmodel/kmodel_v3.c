@@ -135,18 +135,18 @@ static int main_rng(const v3_ctx *c, unsigned fi, const char *what, uint64_t off
 /* [abs, abs+size) must be inside this layer's body and inside the file. */
 static int body_rng(const v3_ctx *c, const char *what, uint64_t abs, uint64_t size)
 {
-    uint64_t bend = (uint64_t)c->boff + c->L->body_size, fend = (uint64_t)c->boff + c->avail;
+    uint64_t bend = (uint64_t)c->boff + c->L->body_size, fsize = c->m->size;
+    if (abs > fsize || size > fsize - abs)
+        return bad(c, OKPU_ERR_KMODEL_FORMAT, abs,
+                   "%s at byte %llu + %llu bytes ends past the end of the file (%llu bytes); the file is truncated "
+                   "or corrupt — copy it again",
+                   what, (unsigned long long)abs, (unsigned long long)size, (unsigned long long)fsize);
     if (abs < c->boff || abs > bend || size > bend - abs)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, abs,
                    "%s at byte %llu + %llu bytes lies outside the layer's body [%lu, %llu); the file is corrupt or "
                    "was written by an incompatible compiler — copy it again or recompile",
                    what, (unsigned long long)abs, (unsigned long long)size, (unsigned long)c->boff,
                    (unsigned long long)bend);
-    if (size > fend - abs)
-        return bad(c, OKPU_ERR_KMODEL_FORMAT, abs,
-                   "%s at byte %llu + %llu bytes ends past the end of the file (%lu bytes); the file is truncated "
-                   "or corrupt — copy it again",
-                   what, (unsigned long long)abs, (unsigned long long)size, (unsigned long)c->m->size);
     return OKPU_OK;
 }
 

@@ -89,7 +89,7 @@ int okpu_model_check_main(const okpu_model *m, int layer, long file_offset, cons
         return OKPU_OK;
     if (layer >= 0)
         return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, layer, file_offset,
-                         "layer %d (%s) body at byte %ld: %s at main-buffer offset %llu + %llu bytes ends at %llu, "
+                         "layer %d (%s), field at byte %ld: %s at main-buffer offset %llu + %llu bytes ends at %llu, "
                          "past the main buffer (main_mem_usage %lu bytes in the header); the file is corrupt or was "
                          "written by an incompatible compiler — recompile or copy it again",
                          layer, layer_name(m, layer), file_offset, what, (unsigned long long)offset,
@@ -194,8 +194,9 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
     fmt = okpu_find_format(version);
     if (!fmt) {
         okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 0,
-                  "kmodel v%d is recognised but this build of openkpu has no reader for it (only v3 is built in)",
-                  version);
+                  "kmodel v%d is recognised but this build of openkpu has no reader for it; rebuild openkpu "
+                  "with its kmodel_v%d reader",
+                  version, version);
         return NULL;
     }
 
