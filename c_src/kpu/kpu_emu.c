@@ -82,14 +82,24 @@ static int64_t round_shr(int64_t v, unsigned s, okpu_round_mode mode)
 /* Batch norm then activation of one accumulator (section 4.2, 4.3). A real layer's alu stays far below 2^40 and
  * its BN product below 2^63; the wrapping ops only pin down the result of values no real layer produces (alu near
  * 2^53 is reachable only with 16-bit weights and near-maximal arg fields). */
-static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, okpu_round_mode mode)
+static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act_sorted, okpu_round_mode mode)
 {
     int64_t y = wrap_add(floor_shr(wrap_mul(alu, bn->norm_mul), bn->norm_shift), bn->norm_add);
     int64_t r;
-    int i = 15;
+    int i;
 
-    while (i > 0 && !(y > act->x_start[i]))
-        i--;
+    if (act_sorted) {
+        /* x_start non-decreasing: the segments with y > x_start form a prefix, so search for its end */
+        i = 0;
+        i += y > act->x_start[i + 8] ? 8 : 0;
+        i += y > act->x_start[i + 4] ? 4 : 0;
+        i += y > act->x_start[i + 2] ? 2 : 0;
+        i += y > act->x_start[i + 1] ? 1 : 0;
+    } else {
+        i = 15;
+        while (i > 0 && !(y > act->x_start[i]))
+            i--;
+    }
     r = round_shr(wrap_mul(wrap_add(y, -act->x_start[i]), act->y_mul[i]), act->shift[i], mode);
     if (r >= 255)
         return 255;
@@ -162,6 +172,7 @@ typedef struct emu_layer {
     const uint8_t *bn_raw;
     int eight_bit;
     kpu_act act;
+    int act_sorted; /* x_start non-decreasing (every real table) */
     uint32_t w, h, k, kk, ic, oc;
     uint32_t g_ic;       /* input channels each output channel reads: 1 when depthwise */
     uint32_t pad;        /* border of the padded input planes: 1 for 3x3, 0 for 1x1 */
@@ -227,7 +238,7 @@ static void conv_reference(const emu_layer *L, uint32_t oc, const kpu_bn *bn)
             if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
                 alu = all_xw + floor_shr(a->arg_x * all_x, a->shr_x) + floor_shr(a->arg_w * all_w, a->shr_w) +
                       a->arg_add * (int64_t)L->g_ic;
-            L->activated[(size_t)y * L->w + x] = bn_act(alu, bn, &L->act, L->round);
+            L->activated[(size_t)y * L->w + x] = bn_act(alu, bn, &L->act, 0, L->round);
         }
     }
 }
@@ -323,57 +334,101 @@ static int64_t w_term(const emu_layer *L, uint32_t oc)
     return total + a->arg_add * (int64_t)L->g_ic;
 }
 
-/* sum(x*w) of output channel oc for every pixel of one run of `span` pixels starting at output row y0, then BN and
- * activation. A 1x1 conv has no padding, so its whole plane is one run; a 3x3 conv runs row by row. */
-static void conv_fast_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, int64_t w_const,
-                           const kpu_bn *bn, const fast_bufs *B)
+/* Accumulate sum(x*w) over a run of `span` pixels starting at output row y0. A 3x3 conv takes its nine taps in one
+ * pass (one accumulator update per pixel per input channel); a 1x1 conv takes four input channels per pass. Nine
+ * or four products of at most 255 * 65535 stay below 2^32, so each pass sums in uint32. */
+static void accumulate_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const fast_bufs *B)
 {
     uint32_t *acc32 = (uint32_t *)(void *)B->acc;
     uint64_t *acc64 = B->acc;
-    const size_t first = (size_t)y0 * L->w;
-    uint32_t i, kx, ky, x;
+    uint32_t i = 0, x, t;
 
     if (L->eight_bit)
         memset(acc32, 0, span * sizeof *acc32);
     else
         memset(acc64, 0, span * sizeof *acc64);
-    for (i = 0; i < L->g_ic; i++) {
-        const uint8_t *plane = L->in + (size_t)input_channel(L, oc, i) * L->plane;
-        const size_t w0 = weight_index(L, oc, i);
-        for (ky = 0; ky < L->k; ky++) {
-            for (kx = 0; kx < L->k; kx++) {
-                const uint32_t wv = weight_at(L, w0 + ky * L->k + kx);
-                const uint8_t *row = plane + (size_t)(y0 + ky) * L->pitch + kx;
-                if (wv == 0)
-                    continue;
+    if (L->k == 3) {
+        for (; i < L->g_ic; i++) {
+            const uint8_t *r0 = L->in + (size_t)input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+            const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+            const size_t w0 = weight_index(L, oc, i);
+            uint32_t wt[9];
+            for (t = 0; t < 9; t++)
+                wt[t] = weight_at(L, w0 + t);
+            for (x = 0; x < span; x++) {
+                uint32_t sum = wt[0] * r0[x] + wt[1] * r0[x + 1] + wt[2] * r0[x + 2] + wt[3] * r1[x] +
+                               wt[4] * r1[x + 1] + wt[5] * r1[x + 2] + wt[6] * r2[x] + wt[7] * r2[x + 1] +
+                               wt[8] * r2[x + 2];
                 if (L->eight_bit)
-                    for (x = 0; x < span; x++)
-                        acc32[x] += wv * row[x];
+                    acc32[x] += sum;
                 else
-                    for (x = 0; x < span; x++)
-                        acc64[x] += wv * row[x];
+                    acc64[x] += sum;
             }
         }
+        return;
     }
-    for (x = 0; x < span; x++) {
-        int64_t sum_xw = L->eight_bit ? (int64_t)acc32[x] : (int64_t)acc64[x];
-        L->activated[first + x] = bn_act(sum_xw + B->x_term[first + x] + w_const, bn, &L->act, L->round);
+    for (; i + 4 <= L->g_ic; i += 4) {
+        const uint8_t *p0 = L->in + (size_t)input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+        const uint8_t *p1 = p0 + L->plane, *p2 = p1 + L->plane, *p3 = p2 + L->plane;
+        const size_t w0 = weight_index(L, oc, i);
+        const uint32_t wa = weight_at(L, w0), wb = weight_at(L, w0 + 1), wc = weight_at(L, w0 + 2),
+                       wd = weight_at(L, w0 + 3);
+        if (L->eight_bit)
+            for (x = 0; x < span; x++)
+                acc32[x] += wa * p0[x] + wb * p1[x] + wc * p2[x] + wd * p3[x];
+        else
+            for (x = 0; x < span; x++)
+                acc64[x] += wa * p0[x] + wb * p1[x] + wc * p2[x] + wd * p3[x];
+    }
+    for (; i < L->g_ic; i++) {
+        const uint8_t *p0 = L->in + (size_t)input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+        const uint32_t wa = weight_at(L, weight_index(L, oc, i));
+        if (L->eight_bit)
+            for (x = 0; x < span; x++)
+                acc32[x] += wa * p0[x];
+        else
+            for (x = 0; x < span; x++)
+                acc64[x] += wa * p0[x];
+    }
+}
+
+/* One run of output channel oc: accumulate, then BN and activation of the pixels x_first, x_first + x_step, ...
+ * (a pick pool reads only those). */
+static void conv_fast_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, uint32_t x_first,
+                           uint32_t x_step, int64_t w_const, const kpu_bn *bn, const fast_bufs *B)
+{
+    const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
+    const size_t first = (size_t)y0 * L->w;
+    uint32_t x;
+
+    accumulate_span(L, oc, y0, span, B);
+    for (x = x_first; x < span; x += x_step) {
+        int64_t sum_xw = L->eight_bit ? (int64_t)acc32[x] : (int64_t)B->acc[x];
+        L->activated[first + x] =
+            bn_act(sum_xw + B->x_term[first + x] + w_const, bn, &L->act, L->act_sorted, L->round);
     }
 }
 
 static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, const fast_bufs *B)
 {
+    const unsigned pool = L->a->pool_type;
     const int64_t w_const = w_term(L, oc);
     uint32_t y;
 
     if (L->a->depthwise)
         x_term_one_channel(L, oc, B);
-    if (L->k == 1) {
-        conv_fast_span(L, oc, 0, L->w * L->h, w_const, bn, B);
+    if (pool >= 5 && pool <= 7) {
+        /* A pick pool reads one pixel per stride x stride window: compute only those rows and columns. */
+        const uint32_t s = kpu_pool_stride(pool), used_w = L->w / s * s;
+        for (y = 0; y < L->h / s * s; y += s)
+            conv_fast_span(L, oc, y, used_w, pool == 6 ? 1u : 0u, s, w_const, bn, B);
         return;
     }
-    for (y = 0; y < L->h; y++)
-        conv_fast_span(L, oc, y, L->w, w_const, bn, B);
+    if (L->k == 1) /* no padding: the whole plane is one run */
+        conv_fast_span(L, oc, 0, L->w * L->h, 0, 1, w_const, bn, B);
+    else
+        for (y = 0; y < L->h; y++)
+            conv_fast_span(L, oc, y, L->w, 0, 1, w_const, bn, B);
 }
 
 /* ---- Scratch ---- */
@@ -443,6 +498,10 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     L.bn_raw = job->bn;
     L.eight_bit = job->eight_bit;
     kpu_act_decode(job->act, &L.act);
+    L.act_sorted = 1;
+    for (s = 1; s < 16; s++)
+        if (L.act.x_start[s] < L.act.x_start[s - 1])
+            L.act_sorted = 0;
     L.w = a->in_width;
     L.h = a->in_height;
     L.k = kpu_kernel_size(a);

@@ -735,6 +735,7 @@ static void test_pools(void)
 static void random_layer(test_layer *t, int extreme)
 {
     const int eight_bit = rnd() % 4 != 0;
+    const int unsorted = rnd() % 4 == 0; /* real tables are sorted; the emulator must not depend on it */
     uint32_t kk, g_ic, i;
     double scale;
     kpu_args a;
@@ -805,6 +806,8 @@ static void random_layer(test_layer *t, int extreme)
     }
     for (i = 0; i < 16; i++) {
         xs[i] = i == 0 ? -((int64_t)1 << 35) : -4096 + (int64_t)i * 512 + rnd_range(-200, 200);
+        if (unsorted && i > 0)
+            xs[i] = rnd_range(-4096, 4096);
         ym[i] = extreme ? (int32_t)rnd_range(-32768, 32767) : (int32_t)rnd_range(-2000, 2000);
         sh[i] = extreme && rnd() % 4 == 0 ? (unsigned)rnd_range(0, 255) : (unsigned)rnd_range(4, 14);
         bi[i] = (uint8_t)rnd();
