@@ -150,6 +150,8 @@ int okpu_model_set_input(okpu_model *model, int index, const void *data, size_t 
 int okpu_model_run(okpu_model *model, int n_layers, okpu_error *err);
 
 int okpu_model_output_count(const okpu_model *model);
+/* Describe output `index` as the model declares it, without running (OKPU_ERR_IDX_OUTRANGE for a bad index). */
+int okpu_model_output_info(const okpu_model *model, int index, okpu_tensor *out);
 /* Describe output `index` of the last run and point `*data` at its bytes (valid until the next run or free).
  * Returns OKPU_ERR_IDX_OUTRANGE for a bad index, OKPU_ERR_RUN_MODEL if nothing ran yet. */
 int okpu_model_output(const okpu_model *model, int index, okpu_tensor *out, const uint8_t **data, okpu_error *err);

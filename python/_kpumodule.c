@@ -240,6 +240,31 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
+static PyObject *Model_output_info(ModelObject *self, PyObject *args)
+{
+    int index;
+    okpu_tensor t;
+    if (!PyArg_ParseTuple(args, "i:output_info", &index))
+        return NULL;
+    if (!check_live(self))
+        return NULL;
+    if (okpu_model_output_info(self->model, index, &t) != OKPU_OK) {
+        PyObject *exc = Py_BuildValue("(iN)", OKPU_ERR_IDX_OUTRANGE,
+                                      PyUnicode_FromFormat("[MAIXPY]kpu: output error:%d, %s: output index %d out "
+                                                           "of range, the model has %d output(s)",
+                                                           OKPU_ERR_IDX_OUTRANGE,
+                                                           okpu_status_name(OKPU_ERR_IDX_OUTRANGE), index,
+                                                           okpu_model_output_count(self->model)));
+        if (exc) {
+            PyErr_SetObject(PyExc_OSError, exc);
+            Py_DECREF(exc);
+        }
+        return NULL;
+    }
+    return Py_BuildValue("(NkkkkI)", typecode_str(t.dtype), (unsigned long)t.n, (unsigned long)t.c,
+                         (unsigned long)t.h, (unsigned long)t.w, (unsigned int)t.bytes);
+}
+
 static PyObject *Model_output_count(ModelObject *self, PyObject *unused)
 {
     (void)unused;
@@ -351,6 +376,8 @@ static PyMethodDef Model_methods[] = {
     {"run", (PyCFunction)(void (*)(void))Model_run, METH_VARARGS | METH_KEYWORDS,
      "run(n_layers=0): run layers [0, n_layers) (<= 0: all). Raises OSError on failure."},
     {"output_count", (PyCFunction)Model_output_count, METH_NOARGS, "Number of model outputs."},
+    {"output_info", (PyCFunction)Model_output_info, METH_VARARGS,
+     "output_info(index) -> (typecode, n, c, h, w, nbytes): output index as the model declares it, without running."},
     {"output", (PyCFunction)Model_output, METH_VARARGS,
      "output(index) -> (bytes, typecode, n, c, h, w, layer): a copy of output index of the last run."},
     {"layers", (PyCFunction)Model_layers, METH_NOARGS,

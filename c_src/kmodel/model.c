@@ -399,6 +399,15 @@ int okpu_model_output_count(const okpu_model *m)
     return m ? m->output_count : 0;
 }
 
+int okpu_model_output_info(const okpu_model *m, int index, okpu_tensor *out)
+{
+    if (!m || index < 0 || index >= m->output_count)
+        return OKPU_ERR_IDX_OUTRANGE;
+    if (out)
+        *out = m->outputs[index].t;
+    return OKPU_OK;
+}
+
 int okpu_model_output(const okpu_model *m, int index, okpu_tensor *out, const uint8_t **data, okpu_error *err)
 {
     const okpu_place *p;

@@ -9,9 +9,8 @@
 This file is valid MicroPython (it is compiled with mpy-cross): no f-strings, no typing, nothing beyond the subset
 MicroPython implements. On CPython `_kpu` is the C extension; on a board it is the native module with the same API.
 
-Functions: load, forward, get_output, set_layers, fmap, fmap_free, netinfo, deinit, memtest, memory,
-set_flash_image. (set_outputs, init_yolo2, run_yolo2, face_encode, face_compare and load_flash are not in this
-version yet.)
+Functions: load, load_flash, forward, get_output, set_layers, set_outputs, fmap, fmap_free, netinfo, deinit,
+memtest, memory, set_flash_image, init_yolo2, run_yolo2, face_encode, face_compare.
 
 Where this differs from MaixPy, on purpose:
 - `forward(net, img, out_index)`: the third argument is the OUTPUT INDEX (MaixPy's docs call it `end_layer`, but it
@@ -28,6 +27,12 @@ Where this differs from MaixPy, on purpose:
 - `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits;
   `memory(net)` / `net.memory()` return the same figures as a dict.
 - `load(path)` does not insist on ".kmodel" in the file name.
+- kmodel v4: `forward` works without `set_outputs`; the shape comes from the model where it is known, else a flat
+  (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
+- `run_yolo2`: classes come from anchor_num (MaixPy assumed 5 anchors), any number of detections (MaixPy kept 10),
+  a clear error when `init_yolo2` was not called (MaixPy crashed), the output is not altered in place (so
+  `get_output` still sees the model's numbers), boxes are clamped to the image.
+- `face_encode` clamps +0.25 to 127 (MaixPy wrapped it to -128); `face_compare` of a zero vector is 0.0, not NaN.
 - At most 5 models at once, as in MaixPy (error 2009 says which are loaded). On CPython a net that is no longer
   referenced is freed and gives its slot back; on MicroPython (no weak references) the module's list of loaded nets
   keeps them until `deinit(net)`, so call it.
@@ -229,6 +234,8 @@ class kpu_net(object):
         self._addr = addr
         self._path = path
         self._layers = 0
+        self._yolo = None  # (threshold, nms, anchor_num, anchors) from init_yolo2
+        self._out_shapes = {}  # output index -> (w, h, ch) from set_outputs
         self._version = model.version()
         self._nlayers = len(model.layers())
 
@@ -259,6 +266,7 @@ class kpu_net(object):
         if self._model is not None:
             self._model.free()
         self._data = None
+        self._yolo = None  # MaixPy freed the yolo arguments here twice (board freeze); drop them once
 
     def __del__(self):
         try:
@@ -440,6 +448,9 @@ def get_output(net, idx):
     if isinstance(idx, bool) or not isinstance(idx, int):
         raise TypeError("get_output() index must be an int, not %s" % type(idx).__name__)
     data, tc, n, c, h, w, layer = net._live().output(idx)
+    shape = net._out_shapes.get(idx)
+    if shape is not None:
+        w, h, c, n = shape[0], shape[1], shape[2], 1
     return kpu_fmap(data, tc, n, c, h, w, layer)
 
 
@@ -691,3 +702,246 @@ def memtest():
              "" if left >= 0 else " (DOES NOT FIT)"))
     print("[MAIXPY]: (MaixPy's minimum firmware leaves about 4 MiB for models, the full firmware about 2 MiB)")
     return None
+
+
+def set_outputs(net, idx, w, h, ch):
+    """Declare the shape of output idx (kmodel v4, as in MaixPy): w*h*ch float32 values must fill it exactly.
+
+    Returns True, or False after printing why (MaixPy's behaviour). Optional here: forward() takes the shape from the
+    model where it knows it."""
+    _check_net(net)
+    for v in (idx, w, h, ch):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("set_outputs() takes ints (idx, w, h, ch), not %s" % type(v).__name__)
+    m = net._live()
+    count = m.output_count()
+    if idx < 0 or idx >= count:
+        print("[MAIXPY]kpu: set_outputs error:%d, %s: output index %d out of range, the model has %d output(s)"
+              % (2011, _status_name(2011), idx, count))
+        return False
+    if w <= 0 or h <= 0 or ch <= 0:
+        print("[MAIXPY]kpu: set_outputs error:%d, %s: w, h, ch must be > 0, got %d, %d, %d"
+              % (ERR_PARAM, _status_name(ERR_PARAM), w, h, ch))
+        return False
+    nbytes = _output_nbytes(m, idx)
+    if w * h * ch * 4 != nbytes:
+        print("[MAIXPY]kpu: set_outputs error:%d, %s: output %d holds %d bytes = %d float32 values; "
+              "w*h*ch = %d*%d*%d = %d values does not match" % (ERR_SIZE_NOTMATCH, _status_name(ERR_SIZE_NOTMATCH),
+                                                                 idx, nbytes, nbytes // 4, w, h, ch, w * h * ch))
+        return False
+    net._out_shapes[idx] = (w, h, ch)
+    return True
+
+
+def _output_nbytes(m, idx):
+    """Byte size of output idx as the model declares it (the core's output description)."""
+    return m.output_info(idx)[5]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# load_flash: models pre-swapped per 32-bit word (MaixPy-v1_scripts model_le2be.py)
+
+
+def _swap_words(data):
+    out = bytearray(len(data))
+    n = len(data) - len(data) % 4
+    i = 0
+    while i < n:
+        out[i] = data[i + 3]
+        out[i + 1] = data[i + 2]
+        out[i + 2] = data[i + 1]
+        out[i + 3] = data[i]
+        i += 4
+    out[n:] = data[n:]
+    return bytes(out)
+
+
+class _SwappedFlash(object):
+    """A view of the flash image that undoes the per-word swap, as the board's 32-bit flash reads do."""
+
+    def __init__(self, reader):
+        self._r = reader
+
+    def size(self):
+        return self._r.size()
+
+    def read(self, address, size):
+        start = address - address % 4
+        end = address + size
+        end += (4 - end % 4) % 4
+        raw = _swap_words(self._r.read(start, end - start))
+        return raw[address - start:address - start + size]
+
+
+def load_flash(model_addr, is_dual_buf, batch_size, spi_speed):
+    """Load a word-swapped model from flash (MaixPy's load_flash). On a PC the layers are not streamed: the whole
+    model is read from the flash image (set_flash_image) and run as load() would; the arguments are checked as the
+    board checks them."""
+    for name, v in (("model_addr", model_addr), ("is_dual_buf", is_dual_buf), ("batch_size", batch_size),
+                    ("spi_speed", spi_speed)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("load_flash() %s must be an int, not %s" % (name, type(v).__name__))
+    if model_addr <= 0:
+        raise _load_error(ERR_PARAM, "flash offset must be > 0, got %d" % model_addr)
+    if is_dual_buf not in (0, 1):
+        raise _load_error(ERR_PARAM, "is_dual_buf must be 0 (one buffer) or 1 (two buffers), got %d" % is_dual_buf)
+    if is_dual_buf and batch_size <= 0:
+        raise _load_error(ERR_PARAM, "batch_size must be > 0 with two buffers (0x4000-0x10000 advised), got %d"
+                          % batch_size)
+    if spi_speed <= 0 or spi_speed > 80000000:
+        raise _load_error(ERR_PARAM, "spi_speed must be in 1..80000000 Hz, got %d" % spi_speed)
+    _check_slots()
+    reader = _SwappedFlash(_flash())
+    end = reader.size()
+    if model_addr >= end:
+        raise _load_error(ERR_READ_FILE, "flash offset 0x%x is past the end of the flash image %s (0x%x bytes)"
+                          % (model_addr, _flash_path, end))
+    size = _model_size(reader, model_addr)
+    if size is None:
+        raw = _flash().read(model_addr, 4)
+        hint = ""
+        if raw == b"\x03\x00\x00\x00" or raw == b"LDMK":
+            hint = ": the bytes there are a NOT word-swapped model; use kpu.load(0x%x) for it" % model_addr
+        raise _load_error(2002, "no word-swapped kmodel v3/v4 header at flash 0x%x%s (models for load_flash are "
+                          "prepared with scripts/kmodel_tool.py swap)" % (model_addr, hint))
+    size = min(size, end - model_addr)
+    data = reader.read(model_addr, size)
+    try:
+        model = _kpu.Model(data)
+    except ValueError as e:
+        raise ValueError("%s (word-swapped model read from flash image %s at 0x%x)" % (e, _flash_path, model_addr))
+    net = kpu_net(model, data, model_addr, None)
+    if _weakref is not None:
+        _nets.add(net)
+    else:
+        _nets.append(net)
+    return net
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# YOLOv2
+
+
+class kpu_yolo2_obj(object):
+    """One run_yolo2 detection."""
+
+    def __init__(self, box, index, objnum):
+        self._box = box  # (x, y, w, h, value, classid)
+        self._index = index
+        self._objnum = objnum
+
+    def rect(self):
+        return tuple(self._box[0:4])
+
+    def x(self):
+        return self._box[0]
+
+    def y(self):
+        return self._box[1]
+
+    def w(self):
+        return self._box[2]
+
+    def h(self):
+        return self._box[3]
+
+    def value(self):
+        return self._box[4]
+
+    def classid(self):
+        return self._box[5]
+
+    def index(self):
+        return self._index
+
+    def objnum(self):
+        return self._objnum
+
+    def __getitem__(self, i):
+        return self._box[i]
+
+    def __repr__(self):
+        b = self._box
+        return ('{"x":%d, "y":%d, "w":%d, "h":%d, "value":%f, "classid":%d, "index":%d, "objnum":%d}'
+                % (b[0], b[1], b[2], b[3], b[4], b[5], self._index, self._objnum))
+
+    __str__ = __repr__
+
+
+def init_yolo2(net, threshold, nms_value, anchor_num, anchor):
+    """Set the YOLOv2 region-layer parameters for run_yolo2."""
+    _check_net(net)
+    net._live()
+    for name, v in (("threshold", threshold), ("nms_value", nms_value)):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0.0 <= v <= 1.0):
+            raise ValueError("[MAIXPY]kpu: init_yolo2 error:%d, %s: %s must be a number in [0, 1], got %r"
+                             % (ERR_PARAM, _status_name(ERR_PARAM), name, v))
+    if isinstance(anchor_num, bool) or not isinstance(anchor_num, int) or anchor_num <= 0:
+        raise ValueError("[MAIXPY]kpu: init_yolo2 error:%d, %s: anchor_num must be an int > 0, got %r"
+                         % (ERR_PARAM, _status_name(ERR_PARAM), anchor_num))
+    if not isinstance(anchor, (tuple, list)) or len(anchor) != 2 * anchor_num:
+        raise ValueError("[MAIXPY]kpu: init_yolo2 error:%d, %s: anchor must be a tuple/list of 2*anchor_num = %d "
+                         "numbers (w, h per anchor), got %s" % (ERR_PARAM, _status_name(ERR_PARAM), 2 * anchor_num,
+                                                                 _describe_seq(anchor)))
+    anchors = tuple([float(a) for a in anchor])
+    net._yolo = (float(threshold), float(nms_value), anchor_num, anchors)
+    return True
+
+
+def _describe_seq(v):
+    if isinstance(v, (tuple, list)):
+        return "%d values" % len(v)
+    return type(v).__name__
+
+
+def _grid_shape(net, fm):
+    """(w, h, ch) of a YOLO output: set_outputs' shape, the fmap's own 3-D shape, or the shape of the last KPU layer
+    that produced the same number of values (the layer a dequantize reads)."""
+    count = len(fm)
+    if fm.h() > 1 or fm.ch() > 1:
+        return fm.w(), fm.h(), fm.ch()
+    layers = net._live().layers()
+    i = len(layers) - 1
+    while i >= 0:
+        t = layers[i]
+        if t[5] and t[9] * t[10] * t[11] == count:
+            return t[9], t[10], t[11]
+        i -= 1
+    raise ValueError("[MAIXPY]kpu: run_yolo2 error:%d, %s: cannot tell the grid shape of the %d-value output; "
+                     "declare it with kpu.set_outputs(net, 0, w, h, ch)" % (ERR_PARAM, _status_name(ERR_PARAM), count))
+
+
+def run_yolo2(net, img):
+    """forward + YOLOv2 region decode: a list of detections, or None when there is none."""
+    _check_net(net)
+    if net._yolo is None:
+        raise ValueError("[MAIXPY]kpu: run_yolo2 error:%d, %s: call kpu.init_yolo2(net, threshold, nms_value, "
+                         "anchor_num, anchors) before run_yolo2" % (ERR_PARAM, _status_name(ERR_PARAM)))
+    fm = forward(net, img)
+    if fm.typecode() != "f":
+        raise ValueError("[MAIXPY]kpu: run_yolo2 error:%d, %s: the model's output is u8, a YOLO region layer needs "
+                         "its float (dequantized) output" % (ERR_PARAM, _status_name(ERR_PARAM)))
+    w, h, ch = _grid_shape(net, fm)
+    tc, n, c, ih, iw, nbytes = net._live().inputs()[0]
+    threshold, nms, anchor_num, anchors = net._yolo
+    boxes = _kpu.yolo2_decode(fm.data(), w, h, ch, anchors, threshold, nms, iw, ih)
+    if not boxes:
+        return None
+    count = len(boxes)
+    return [kpu_yolo2_obj(boxes[i], i, count) for i in range(count)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Face features
+
+
+def face_encode(seq):
+    """Quantise a feature vector (<= 512 floats) to int8: trunc(clamp(v, -0.25, 0.25) * 512), +0.25 -> 127."""
+    if isinstance(seq, kpu_fmap):
+        seq = seq[:]
+    return _kpu.face_encode(seq)
+
+
+def face_compare(a, b):
+    """Similarity of two face_encode results, 0..100 (50 * (1 + cosine)); 0.0 when either is all zeros."""
+    return _kpu.face_compare(a, b)
