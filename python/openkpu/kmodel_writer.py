@@ -664,16 +664,18 @@ class FullyConnected(V3Layer):
 
 @dataclass
 class QuantizedFullyConnected(V3Layer):
-    """Type 19. Not described by any source we have; the body follows the float FC's header with u8 weights and
-    the quantization parameters: flags, in, out, in_channels, out_channels, then i32 input_offset, filter_offset,
-    output_mul, output_shift, output_offset, i32 bias[out], u8 weights[out][in].
-    NOTE: unverified layout, see tests_host/test_v3_cpu_layers.py."""
+    """Type 19. No public writer or runtime defines its body; this is openkpu's definition, shared with the C loader
+    (c_src/kmodel/kmodel_v3.c, the v3 analogue of nncase v0.2's quantized_matmul): flags, in, out, in_channels,
+    out_channels, i32 input_offset, i32 weight_offset, i32 output_mul, i32 output_shift, i32 output_offset,
+    u8 weights[out][in], i32 bias[out].
+    acc = bias[o] + sum_i (x[i] + input_offset) * (w[o][i] + weight_offset);
+    out = clamp(round_shift(acc * output_mul, output_shift) + output_offset, 0, 255)."""
     inp: int
     out: int
     weights: np.ndarray  # u8 [out][in]
     bias: Sequence[int]
     input_offset: int = 0
-    filter_offset: int = 0
+    weight_offset: int = 0
     output_mul: int = 1
     output_shift: int = 0
     output_offset: int = 0
@@ -682,9 +684,12 @@ class QuantizedFullyConnected(V3Layer):
 
     def body(self, offset):
         w = np.asarray(self.weights, dtype="u1")
+        b = np.asarray(self.bias, dtype="<i4")
+        if w.ndim != 2 or b.shape != (w.shape[0],):
+            raise ValueError("quantized FC weights must be [out][in] and bias [out]")
         return (_u32s(self.flags, self.inp, self.out, w.shape[1], w.shape[0])
-                + _i32s(self.input_offset, self.filter_offset, self.output_mul, self.output_shift, self.output_offset)
-                + np.asarray(self.bias, dtype="<i4").tobytes() + w.tobytes())
+                + _i32s(self.input_offset, self.weight_offset, self.output_mul, self.output_shift, self.output_offset)
+                + w.tobytes() + b.tobytes())
 
     def main_extents(self):
         w = np.shape(self.weights)
