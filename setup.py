@@ -3,7 +3,7 @@
     pip install .
 
 `_kpu` = python/_kpumodule.c (the CPython binding) + python/_kpu_post.c (post-processing functions) + every c_src/*/*.c (the portable C99 core, globbed at build
-time so new core files need no change here). The core is compiled with its own flags: -std=c99 -O2 -Wall -Wextra
+time so new core files need no change here). The core is compiled with its own flags: -std=c99 -O3 -Wall -Wextra
 -Werror (the same warnings the Makefile enforces). Set OPENKPU_NO_WERROR=1 to drop -Werror, e.g. with a compiler
 newer than the one the project is checked with. The binding is compiled with -std=c99 -O2 -Wall -Wextra (no -Werror:
 Python's own headers are not ours to keep warning-free on every compiler).
@@ -18,7 +18,7 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-CORE_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes"]
+CORE_FLAGS = ["-std=c99", "-O3", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes"]
 if not os.environ.get("OPENKPU_NO_WERROR"):
     CORE_FLAGS.append("-Werror")
 BINDING_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
