@@ -168,9 +168,14 @@ void openkpu_poll_interrupt(void) {
 /* ---- time ---------------------------------------------------------------------------------------------------- */
 
 static uint64_t monotonic_us(void) {
+    #ifdef OPENKPU_SEMIHOST
+    /* picolibc's clock() is the semihosting SYS_CLOCK / SYS_ELAPSED time */
+    return (uint64_t)clock() * 1000000u / CLOCKS_PER_SEC;
+    #else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    #endif
 }
 
 mp_uint_t mp_hal_ticks_ms(void) {
