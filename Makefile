@@ -13,7 +13,7 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench clean
+.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench mpy-host mpy-rv64 mpy-size clean
 
 help:
 	@echo "make demo      set up everything (venv, package) and run the demo"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench     load/forward times and KPU MACs per real model"
 	@echo "make install   (re)install the package into .venv (C extension + KPU shim + host tools)"
 	@echo "make cross     compile the C core for rv64imafdc/lp64d with -Werror"
+	@echo "make mpy-host  build the host MicroPython with the KPU module (mpy-rv64: the RV64 build for QEMU)"
 
 # A private virtual environment with the test tools; the package is installed into it with pip, as users do.
 $(VENV)/.deps: requirements-dev.txt
@@ -50,6 +51,15 @@ test: ctest cross mpy-check pytest
 
 bench: install
 	$(PYTHON) scripts/bench.py
+
+# MicroPython with the KPU module: host interpreter (emulator backend) and the RV64 build run under QEMU.
+# (tests_host/test_micropython.py builds both itself; these targets are for using them by hand.)
+mpy-host:
+	$(MAKE) -C firmware/host
+mpy-rv64:
+	$(MAKE) -C firmware/rv64
+mpy-size: mpy-rv64
+	$(MAKE) -C firmware/rv64 size-kpu
 
 # Host build of the core with warnings as errors (a static archive for the C tests and tools).
 $(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)

@@ -239,9 +239,4 @@ def test_rv64_matches_host(host_mpy, rv64_elf, workdir, tmp_path, name):
     assert r.returncode == 0, "QEMU run failed (%d):\n%s%s" % (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
     # picolibc sends the semihosting console to QEMU's stderr
     got = r.stdout + r.stderr
-    diff = [(x, y) for x, y in zip(expected.splitlines(), got.splitlines()) if x != y]
-    if diff and len(expected.splitlines()) == len(got.splitlines()) and all(x.startswith("mbnet f ") for x, _ in diff):
-        # Known core issue: SOFTMAX uses the C library's expf, and glibc's and picolibc's differ in the last ulp
-        # for some inputs (MobileNet's 1000-way softmax; every earlier layer is byte-identical).
-        pytest.xfail("SOFTMAX output differs host (glibc expf) vs RV64 (picolibc expf): %s" % (diff,))
     assert_same("host", expected, "rv64", got)

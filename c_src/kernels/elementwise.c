@@ -1,6 +1,7 @@
 /* Elementwise CPU layers: add, (de)quantize, requantize, logistic. */
 #include <math.h>
 
+#include "fmath.h"
 #include "../core/bytes.h"
 #include "kernels.h"
 
@@ -63,5 +64,5 @@ void okpu_k_logistic_f32(const uint8_t *in, uint8_t *out, uint32_t count)
 {
     uint32_t i;
     for (i = 0; i < count; i++)
-        okpu_wr_f32(out + 4u * i, 1.0f / (1.0f + expf(-okpu_rd_f32(in + 4u * i))));
+        okpu_wr_f32(out + 4u * i, 1.0f / (1.0f + okpu_expf(-okpu_rd_f32(in + 4u * i))));
 }

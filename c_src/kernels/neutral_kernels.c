@@ -1,4 +1,5 @@
 /* kmodel v4 CPU kernels (see neutral_kernels.h for the semantics and the sources they follow). */
+#include "fmath.h"
 #include "neutral_kernels.h"
 
 #include <math.h>
@@ -641,7 +642,7 @@ void v4k_softmax(const uint8_t *in, uint8_t *out, int32_t inner, int32_t outer, 
                 mx = v;
         }
         for (i = 0; i < inner; i++) {
-            float e = expf((RD(in, base + i) - mx) * beta);
+            float e = okpu_expf((RD(in, base + i) - mx) * beta);
             sum += e;
             WR(out, base + i, e);
         }
@@ -655,13 +656,13 @@ float v4_unary_apply(int op, float a)
     switch (op) {
     case V4_UN_ABS: return fabsf(a);
     case V4_UN_CEIL: return ceilf(a);
-    case V4_UN_COS: return cosf(a);
-    case V4_UN_EXP: return expf(a);
+    case V4_UN_COS: return okpu_cosf(a);
+    case V4_UN_EXP: return okpu_expf(a);
     case V4_UN_FLOOR: return floorf(a);
-    case V4_UN_LOG: return logf(a);
+    case V4_UN_LOG: return okpu_logf(a);
     case V4_UN_NEG: return -a;
     case V4_UN_RSQRT: return 1.0f / sqrtf(a);
-    case V4_UN_SIN: return sinf(a);
+    case V4_UN_SIN: return okpu_sinf(a);
     default: return a * a; /* square */
     }
 }

@@ -2,6 +2,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "fmath.h"
 #include "../core/bytes.h"
 #include "kernels.h"
 
@@ -14,7 +15,7 @@ void okpu_k_softmax_f32(const uint8_t *in, uint8_t *out, uint32_t count)
     for (i = 0; i < count; i++)
         max = fmaxf(max, okpu_rd_f32(in + 4u * i));
     for (i = 0; i < count; i++) {
-        float e = expf(okpu_rd_f32(in + 4u * i) - max);
+        float e = okpu_expf(okpu_rd_f32(in + 4u * i) - max);
         sum += e;
         okpu_wr_f32(out + 4u * i, e);
     }
