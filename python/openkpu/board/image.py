@@ -159,7 +159,8 @@ class Image(object):
             return tuple(int(c) for c in color[:3])
         return (int(color),) * 3
 
-    def draw_rectangle(self, x, y, w, h, color=(255, 255, 255), thickness=1, fill=False):
+    def draw_rectangle(self, x, y=None, w=None, h=None, color=(255, 255, 255), thickness=1, fill=False):
+        """draw_rectangle(x, y, w, h, ...) or draw_rectangle(rect_tuple, ...), as in MaixPy."""
         if isinstance(x, (tuple, list)):
             x, y, w, h = x[:4]
         draw = _Draw.Draw(self._pil)
