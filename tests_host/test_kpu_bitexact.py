@@ -213,6 +213,20 @@ def alu_bound(conv, eight_bit):
     return per_ic * (1 if conv["depthwise"] else conv["in_c"])
 
 
+def fine_tables(data, rng, oc, alu):
+    """Tables at unit scale around each channel's median accumulator: a one-unit difference in `alu` (per-channel vs
+    once offsets) reaches the output bytes, and small activation shifts produce exact ties (the tie rules)."""
+    med = [int(np.median(alu[c])) for c in range(oc)]
+    bn_shift = [data.draw(st.integers(0, 2), label="fine bn_shift")] * oc
+    bn_add = [max(-(1 << 31), min((1 << 31) - 1, -(m >> s))) for m, s in zip(med, bn_shift)]
+    xs = [-(1 << 35)] + sorted(int(v) for v in rng.integers(-200, 200, 15))
+    y_mul = [int(v) for v in rng.choice([1, 1, -1, 2, 3, -3], 16)]
+    shifts = [int(v) for v in rng.integers(0, 3, 16)]
+    bias = [int(v) for v in rng.integers(64, 192, 16)]
+    return dict(bn_mul=[1] * oc, bn_add=bn_add, bn_shift=bn_shift,
+                act=kw.ActTable(x_start=xs, y_mul=y_mul, shift=shifts, bias=bias))
+
+
 def draw_tables(data, rng, conv, x, eight_bit):
     """BN and activation tables fitted to this layer's actual accumulator (segments where the values are), with
     magnitudes bounded so every intermediate stays inside int64 for ANY input (a C implementation with 64-bit
@@ -221,6 +235,8 @@ def draw_tables(data, rng, conv, x, eight_bit):
     alus = [ref.kpu_conv(x, conv["weights"], conv["kernel"], conv["depthwise"], conv["pad_value"], conv["arg_x"],
                          conv["shr_x"], conv["arg_w"], conv["shr_w"], conv["arg_add"], mode) for mode in (0, 1)]
     amax = alu_bound(conv, eight_bit)
+    if data.draw(st.sampled_from(["fine", "fitted", "fitted"]), label="table kind") == "fine":
+        return fine_tables(data, rng, oc, alus[0])
     mul_limit = max(1, min((1 << 23) - 1, INT64_SAFE // amax // 2))
     bn_mul = [_draw_s(data, 24, "bn_mul", limit=mul_limit) for _ in range(min(oc, 3))]
     bn_mul = (bn_mul * oc)[:oc] if data.draw(st.booleans(), label="bn repeat") else \
@@ -403,16 +419,24 @@ def test_sweep_pool_width_kernel(pool_type, in_w, kernel, depthwise):
     in_c, in_h = 6, 8
     out_c = in_c if depthwise else 5
     shape = (out_c, kernel, kernel) if depthwise else (out_c, in_c, kernel, kernel)
-    x = rng.integers(0, 256, size=(in_c, in_h, in_w)).astype(np.uint8)
+    # a narrow input and small weights keep most accumulators near the median, where unit-scale tables put them
+    # inside the u8 range: every option then changes some output bytes (asserted below)
+    x = rng.integers(96, 104, size=(in_c, in_h, in_w)).astype(np.uint8)
     conv = kw.KpuConv(in_w=in_w, in_h=in_h, in_c=in_c, out_c=out_c, kernel=kernel, depthwise=depthwise,
-                      weights=rng.integers(0, 256, size=shape), pool_type=pool_type, pad_value=37,
+                      weights=rng.integers(0, 16, size=shape), pool_type=pool_type, pad_value=37,
                       arg_x=-12345, shr_x=7, arg_w=-54321, shr_w=9, arg_add=1 << 20,
-                      bn_mul=[int(v) for v in rng.integers(1, 4096, size=out_c)], bn_add=[-1000] * out_c,
-                      bn_shift=[5] * out_c, act=kw.ActTable([-(1 << 35)] + sorted(rng.integers(-50000, 50000, 15)),
-                                                            [int(v) for v in rng.integers(-3000, 3000, 16)],
-                                                            [11] * 16, [int(v) for v in rng.integers(0, 256, 16)]),
+                      bn_mul=[1] * out_c, bn_add=[0] * out_c, bn_shift=[0] * out_c, act=kw.ActTable.linear(),
                       src=32768 - kw.kpu_map_rows(in_w, in_h, in_c), dst=100, main_out=16)
     want = {o: ref.kpu_conv(x, conv.weights, kernel, depthwise, 37, -12345, 7, -54321, 9, 1 << 20, o) for o in (0, 1)}
-    if not depthwise:  # one input channel per output: the modes coincide for depthwise layers
-        assert not np.array_equal(want[0], want[1]), "case should separate the conv offset modes"
+    # unit-scale tables around the median accumulator, with 1-bit activation shifts (ties)
+    conv.bn_add = [-int(np.median(want[0][c])) for c in range(out_c)]
+    conv.act = kw.ActTable([-(1 << 35)] + sorted(int(v) for v in rng.integers(-150, 150, 15)),
+                           [int(v) for v in rng.choice([1, -1, 3], 16)], [1] * 16,
+                           [int(v) for v in rng.integers(64, 192, 16)])
+    outs = {(r, o): ref.kpu_layer(x, conv, round_mode=r, offset_mode=o)[0] for r in (0, 1, 2) for o in (0, 1)}
+    if pool_type in (0, 8):  # (max/pick pools keep few unsaturated pixels of these random maps)
+        if not depthwise:  # one input channel per output: the modes coincide for depthwise layers
+            assert not np.array_equal(outs[0, 0], outs[0, 1]), "case should separate the conv offset modes"
+        assert not np.array_equal(outs[0, 0], outs[1, 0]), "case should separate half-even from half-up"
+        assert not np.array_equal(outs[1, 0], outs[2, 0]), "case should separate half-up from the SDK carry"
     check_case(x, [conv], True, 16)
