@@ -1,7 +1,7 @@
 """Run an unmodified MaixPy board script on a PC.
 
     python -m openkpu run script.py [--frames PATH] [--lcd-out DIR] [--max-frames N] [--loop] [--flash IMAGE]
-                                    [-- script args...]
+                                    [--sd DIR] [-- script args...]
 
 What it does:
 - puts the board stand-ins (`openkpu/board`: `image`, `sensor`, `lcd`, `Maix`, `utime`) first on `sys.path`, then
@@ -11,6 +11,8 @@ What it does:
 - LCD frames to numbered PNGs in `--lcd-out`;
 - the SPI flash for `kpu.load(0x300000)`: `--flash` a `.kfpkg` or a `.bin` (`KPU.set_flash_image`, and the
   environment variable `OPENKPU_FLASH_IMAGE` for anything that reads it);
+- the SD card: `--sd DIR` makes the script's `/sd/...` paths (open, os.listdir, os.stat, os.path.exists) refer
+  to DIR, so `kpu.load("/sd/yolo.kmodel")` runs unchanged;
 - prints `[openkpu] frame N: NAME WxH` before each frame, and ends cleanly when the frames run out: `snapshot()`
   raises FramesExhausted (a BaseException, so the script's `except Exception:` cannot swallow it), caught here.
 Exit status: 0 when the script ended or the frames ran out, 1 when the script raised.
@@ -65,8 +67,36 @@ def set_flash(path):
         setter(path)
 
 
+class _SdCard(object):
+    """Map the board's `/sd/...` paths to a folder for open(), os.listdir(), os.stat() and os.path.exists()."""
+
+    def __init__(self, root):
+        self.root = os.path.abspath(root)
+        self.saved = None
+
+    def map(self, path):
+        if isinstance(path, str) and (path == "/sd" or path.startswith("/sd/")):
+            return os.path.join(self.root, path[4:])
+        return path
+
+    def __enter__(self):
+        import builtins
+        self.saved = (builtins.open, os.listdir, os.stat, os.path.exists)
+        b_open, listdir, stat, exists = self.saved
+        builtins.open = lambda file, *a, **k: b_open(self.map(file), *a, **k)
+        os.listdir = lambda path=".": listdir(self.map(path))
+        os.stat = lambda path, *a, **k: stat(self.map(path), *a, **k)
+        os.path.exists = lambda path: exists(self.map(path))
+        return self
+
+    def __exit__(self, *exc):
+        import builtins
+        builtins.open, os.listdir, os.stat, os.path.exists = self.saved
+        return False
+
+
 def run(script, frames=None, lcd_out=None, max_frames=None, loop=False, flash=None, argv=(), quiet=False,
-        out=None):
+        out=None, sd=None):
     """Run `script` as __main__ with the board stand-ins. Returns the exit status (0 ok, 1 script error)."""
     out = out or sys.stdout
     script = os.path.abspath(script)
@@ -104,7 +134,10 @@ def run(script, frames=None, lcd_out=None, max_frames=None, loop=False, flash=No
     status = 0
     reason = "script ended"
     t0 = time.perf_counter()
+    sdcard = _SdCard(sd) if sd is not None else None
     try:
+        if sdcard is not None:
+            sdcard.__enter__()
         runpy.run_path(script, run_name="__main__")
     except FramesExhausted as e:
         reason = str(e) or "frames exhausted"
@@ -123,6 +156,8 @@ def run(script, frames=None, lcd_out=None, max_frames=None, loop=False, flash=No
         reason = "script raised"
     finally:
         sys.argv = saved_argv
+        if sdcard is not None:
+            sdcard.__exit__(None, None, None)
         lcd.host_flush()
     if not quiet:
         print("%s done: %s; %d frame(s) in %.2f s, %d LCD frame(s)%s" % (
@@ -141,6 +176,7 @@ def main(argv=None):
     p.add_argument("--max-frames", type=int, default=None, help="stop after this many camera frames")
     p.add_argument("--loop", action="store_true", help="cycle the frames (use with --max-frames)")
     p.add_argument("--flash", help="SPI-flash image for kpu.load(offset): a .kfpkg or a .bin dump")
+    p.add_argument("--sd", help="folder that stands for the SD card: the script's /sd/... paths open files there")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     argv = list(sys.argv[1:] if argv is None else argv)
     script_args = []
@@ -155,7 +191,7 @@ def main(argv=None):
         parser.error("--max-frames must be >= 0")
     try:
         return run(args.script, frames=args.frames, lcd_out=args.lcd_out, max_frames=args.max_frames,
-                   loop=args.loop, flash=args.flash, argv=script_args, quiet=args.quiet)
+                   loop=args.loop, flash=args.flash, argv=script_args, quiet=args.quiet, sd=args.sd)
     except (FileNotFoundError, RuntimeError) as e:
         print("%s error: %s" % (PREFIX, e), file=sys.stderr)
         return 2
