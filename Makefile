@@ -32,7 +32,9 @@ $(VENV)/.deps: requirements-dev.txt
 
 setup: $(VENV)/.deps
 
+# setuptools rebuilds only C files newer than their objects and ignores headers: start from clean objects.
 install: setup
+	rm -rf $(BUILD)/temp.* $(BUILD)/lib.* $(BUILD)/bdist.*
 	$(PYTHON) -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 
 demo: install

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from openkpu import kmodel_writer as kw  # noqa: E402
+from openkpu import kmodel_writer_v4 as kw4  # noqa: E402
 
 _kpu = pytest.importorskip("_kpu")
 
@@ -303,11 +304,89 @@ def generated_cases():
         cases += body_field_cases(name, data)
         cases += conv_header_cases(name, data)
         cases += kpu_arg_cases(name, data)
+    cases += v4_cases("base_v4", BASE_V4)
     return cases
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# kmodel v4: the same kinds of damage on the v4 layout (header, ranges, constants, node table, bodies)
+
+def base_v4_model():
+    """A small v4 graph over several op kinds: quantize -> kpu_upload -> KPU conv (main output) -> dequantize ->
+    matmul (weights in the constants) -> softmax."""
+    rng = np.random.default_rng(9)
+    conv = kw.KpuConv(in_w=8, in_h=8, in_c=2, out_c=4, kernel=3, weights=rng.integers(0, 256, (4, 2, 3, 3)),
+                      bn_mul=[int(v) for v in rng.integers(1, 1000, 4)], bn_add=[0] * 4, bn_shift=[12] * 4,
+                      act=kw.ActTable.linear(1, 4), pool_type=1, pad_value=3, arg_x=-100, shr_x=0, arg_w=-50,
+                      shr_w=0, arg_add=1000, src=0, dst=64, main_out=0)
+    w = kw4.V4Writer(main_mem=2048)
+    w.add_input(kw4.mr(kw4.MAIN, kw4.F32, 512, 512), [1, 2, 8, 8])
+    weights = w.add_constant(rng.standard_normal((64, 10)).astype(np.float32).tobytes())
+    w.add(kw4.quantize(kw4.mr(kw4.MAIN, kw4.F32, 512, 512), kw4.mr(kw4.MAIN, kw4.U8, 1024, 128), 10, 20.0))
+    w.add(kw4.kpu_upload(kw4.mr(kw4.MAIN, kw4.U8, 1024, 128), kw4.mr(kw4.KPU, kw4.U8, 0, 128), [1, 2, 8, 8]))
+    w.add(kw4.kpu_conv2d(conv.pack_args(), kw.pack_bn(conv.bn_mul, conv.bn_add, conv.bn_shift), conv.act.pack(),
+                         conv.weights_array(True).tobytes(), main_out=kw4.mr(kw4.MAIN, kw4.U8, 1200, 64)))
+    w.add(kw4.dequantize(kw4.mr(kw4.MAIN, kw4.U8, 1200, 64), kw4.mr(kw4.MAIN, kw4.F32, 1280, 256), 8, 16.0))
+    w.add(kw4.matmul(kw4.mr(kw4.MAIN, kw4.F32, 1280, 256), kw4.mr(kw4.CONST, kw4.F32, weights, 2560),
+                     kw4.mr(kw4.MAIN, kw4.F32, 1536, 40), 1, 64, 10, np.zeros(10, np.float32)))
+    w.add(kw4.softmax(kw4.mr(kw4.MAIN, kw4.F32, 1536, 40), kw4.mr(kw4.MAIN, kw4.F32, 1600, 40), 10, 1))
+    w.add_output(kw4.mr(kw4.MAIN, kw4.F32, 1600, 40))
+    return w.build(write_last_padding=False)
+
+
+def parse_v4_layout(data):
+    """(header words, node table offset, [(index, opcode, body offset, body size)])."""
+    h = struct.unpack_from("<10I", data, 0)
+    table = 40 + 32 * h[7] + 16 * h[8] + h[4]
+    nodes, pos = [], table + 8 * h[6]
+    for i in range(h[6]):
+        op, size = struct.unpack_from("<2I", data, table + 8 * i)
+        nodes.append((i, op, pos, size))
+        pos += size
+    return h, table, nodes
+
+
+def v4_cases(name, data, n_random=12, seed=0, max_nodes=6):
+    h, table, nodes = parse_v4_layout(data)
+    cases = []
+    # truncations: inside the header, the tables, and at points of each body
+    cuts = {0, 3, 4, 8, 39, 40, table - 1, table, table + 8 * h[6] - 1}
+    for i, op, off, size in nodes[:max_nodes] + nodes[-2:]:
+        cuts |= {off + d for d in (0, 1, 16, 40, size // 2, size - 8) if 0 <= d < size}
+    rng = np.random.default_rng(seed)
+    cuts |= {int(v) for v in rng.integers(0, len(data), n_random)}
+    for cut in sorted(c for c in cuts if 0 <= c < len(data) - 7):
+        node = [i for i, op, off, size in nodes if off <= cut < off + size]
+        where = ["node %d" % node[0]] if node else ["byte"]
+        codes = {ERR_VERSION} if cut < 8 else {ERR_VERSION, ERR_FORMAT}
+        cases.append(Case("%s cut at %d" % (name, cut), data[:cut], codes=codes, where=where))
+    # header counts and sizes that cannot describe this file
+    for field, values in ((4, [BAD, len(data)]), (5, [BAD]), (6, [0x7FFFFFFF, BAD]), (7, [0x7FFFFFFF, BAD]),
+                          (8, [0x7FFFFFFF, BAD])):
+        for v in values:
+            cases.append(Case("%s header[%d] = %#x" % (name, field, v), put_u32(data, 4 * field, v),
+                              codes={ERR_FORMAT, ERR_NO_MEM}, where=["byte"]))
+    # node table: unknown opcodes (2014, naming the node) and absurd body sizes
+    for i, op, off, size in nodes[:max_nodes]:
+        cases.append(Case("%s node %d opcode 0x7777" % (name, i), put_u32(data, table + 8 * i, 0x7777),
+                          codes={2014}, where=["node %d" % i]))
+        cases.append(Case("%s node %d body_size = 0xffffffff" % (name, i), put_u32(data, table + 8 * i + 4, BAD),
+                          codes={ERR_FORMAT}, where=["node"]))
+    # body fields: every u32 of the first bytes of each body set to absurd values; errors must name the node
+    # (the KPU layer-argument checks, shared with v3, call it "layer N": the same index)
+    for i, op, off, size in nodes[:max_nodes]:
+        for d in range(0, min(size - 4, 96), 4):
+            for v in (BAD, 0x7FFFFFFF):
+                cases.append(Case("%s node %d body+%d = %#x" % (name, i, d, v), put_u32(data, off + d, v),
+                                  must_fail=False, codes={ERR_FORMAT, ERR_NO_MEM, 2014},
+                                  where=["node %d" % i, "layer %d" % i]))
+    return cases
+
+
+BASE_V4 = base_v4_model()
 TESTDATA = os.environ.get("OPENKPU_TESTDATA", os.path.join(os.path.dirname(ROOT), "shared", "testdata"))
 REAL_V3 = [("iris_fc_cpu_v3_v4", "iris_v3.kmodel"), ("mnist_v3_maixpy", "mnist.kmodel")]
+REAL_V4 = [("iris_fc_cpu_v3_v4", "iris_v4.kmodel"), ("ulffd_face_v4_nncase", "slim-320.kmodel")]
 
 
 def real_cases():
@@ -322,6 +401,12 @@ def real_cases():
         cases += header_cases(fn, data)
         cases += layer_table_cases(fn, data)[::3]
         cases += kpu_arg_cases(fn, data, layers={0, 1})
+    for folder, fn in REAL_V4:
+        path = os.path.join(TESTDATA, folder, fn)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            cases += v4_cases(fn, data, n_random=6, seed=len(data), max_nodes=4)
     return cases
 
 
@@ -332,7 +417,7 @@ ALL_CASES = generated_cases() + version_cases(TESTDATA)
 # Tests
 
 def test_base_models_are_valid():
-    for data in (BASE, FC):
+    for data in (BASE, FC, BASE_V4):
         assert try_load(data) == (None, None)
 
 

@@ -859,15 +859,12 @@ static int v3_parse(okpu_model *m, okpu_error *err)
         return okpu_fail(err, OKPU_ERR_GET_CONV_LAYER, -1, 12,
                          "kmodel v3 header at byte 12: the model has no layers; expected a first K210_CONV or "
                          "FULLY_CONNECTED layer — recompile the model");
-    if (main_mem > OKPU_BOARD_SRAM_SIZE)
-        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, 20,
-                         "kmodel v3 header at byte 20: main_mem_usage is %lu bytes, more than the K210's whole %u-byte "
-                         "SRAM; the model cannot run on the chip (or the file is corrupt)",
-                         (unsigned long)main_mem, OKPU_BOARD_SRAM_SIZE);
+    m->main_mem_size = main_mem;
+    if (main_mem > OKPU_BOARD_SRAM_SIZE) /* a corrupt size fails here, before the layer walk */
+        return okpu_model_check_main_budget(m, err);
     if (nlayers > 0x7FFFFFFFu)
         return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, -1, 12, "layer count %lu is too large",
                          (unsigned long)nlayers);
-    m->main_mem_size = main_mem;
 
     rc = okpu_model_alloc_layers(m, (int)nlayers, err);
     if (rc != OKPU_OK)

@@ -221,6 +221,8 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
     }
 
     rc = fmt->parse(m, err);
+    if (rc == OKPU_OK)
+        rc = okpu_model_check_main_budget(m, err);
     if (rc != OKPU_OK)
         goto fail;
 
@@ -397,6 +399,16 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
 int okpu_model_output_count(const okpu_model *m)
 {
     return m ? m->output_count : 0;
+}
+
+int okpu_model_check_main_budget(const okpu_model *m, okpu_error *err)
+{
+    if (m->main_mem_size <= OKPU_BOARD_SRAM_SIZE)
+        return OKPU_OK;
+    return okpu_fail(err, OKPU_ERR_NO_MEM, -1, 20,
+                     "kmodel v%d header at byte 20: the main buffer is %lu bytes, more than the K210's whole %u-byte "
+                     "SRAM; the model cannot run on the chip (or the file is corrupt)",
+                     m->version, (unsigned long)m->main_mem_size, OKPU_BOARD_SRAM_SIZE);
 }
 
 int okpu_model_output_info(const okpu_model *m, int index, okpu_tensor *out)

@@ -90,6 +90,9 @@ int okpu_model_alloc_layers(okpu_model *m, int count, okpu_error *err);
 void *okpu_model_alloc(okpu_model *m, size_t size); /* zeroed, via the model's allocator */
 void okpu_model_free_mem(okpu_model *m, void *ptr, size_t size);
 
+/* OKPU_ERR_NO_MEM when main_mem_size exceeds the K210's whole SRAM (the size sits at header byte 20 in v3 and v4). */
+int okpu_model_check_main_budget(const okpu_model *m, okpu_error *err);
+
 /* Mark KPU RAM rows [row, row+count) as used by the model (memory accounting). */
 void okpu_model_touch_kpu_rows(okpu_model *m, uint32_t row, uint32_t count);
 
