@@ -2,6 +2,7 @@
 """Train openkpu's own demo model on scikit-learn's bundled 8x8 digits and write it as a kmodel v3.
 
     python scripts/train_digits.py [--out examples/models/digits.kmodel] [--check]
+    python scripts/train_digits.py --frames DIR [--count N]   # held-out digits as camera frames, no training
 
 Offline and deterministic: `sklearn.datasets.load_digits` (1797 8x8 images shipped inside scikit-learn), a fixed
 train / held-out split (seeded permutation: 1347 / 450), fixed seeds, plain NumPy training (no framework), so
@@ -207,11 +208,29 @@ def make(out=None, quiet=False):
     return data, float_acc, xte, yte
 
 
+def write_frames(folder, count):
+    """The first `count` held-out digits as 320x240 grayscale camera frames (the 8x8 digit scaled 30x, centred on
+    black), named NNN_digitD.png so a demo can score its predictions."""
+    from PIL import Image
+    _, _, xte, yte = load_data()
+    os.makedirs(folder, exist_ok=True)
+    for i in range(min(count, len(yte))):
+        big = np.kron(xte[i], np.ones((30, 30), np.uint8))
+        frame = np.zeros((240, 320), np.uint8)
+        frame[:, 40:280] = big
+        Image.fromarray(frame, "L").save(os.path.join(folder, "%03d_digit%d.png" % (i, yte[i])))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="where to write the kmodel (default %(default)s)")
     ap.add_argument("--check", action="store_true", help="only compare with the existing file, do not write")
+    ap.add_argument("--frames", help="write held-out digits as camera frames to this folder (no training) and stop")
+    ap.add_argument("--count", type=int, default=12, help="how many frames --frames writes (default %(default)s)")
     args = ap.parse_args(argv)
+    if args.frames:
+        write_frames(args.frames, args.count)
+        return 0
     data, float_acc, xte, yte = make(None)
     if args.check:
         same = os.path.exists(args.out) and open(args.out, "rb").read() == data

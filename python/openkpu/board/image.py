@@ -66,6 +66,8 @@ class Image(object):
             else:
                 pil = pil.convert("RGB")
         else:
+            if width is None and height is None:  # MaixPy: Image() is a blank frame of the LCD's size
+                width, height = 320, 240
             if width is None or height is None:
                 raise ValueError("Image() needs a path, or width= and height=")
             width, height = int(width), int(height)
@@ -130,8 +132,37 @@ class Image(object):
         self._changed()
         return self
 
-    def copy(self):
-        return Image.from_pil(self._pil.copy())
+    def copy(self, roi=None):
+        """A new image: the whole frame, or the (x, y, w, h) region `roi` (MaixPy's copy/cut/crop)."""
+        if roi is None:
+            return Image.from_pil(self._pil.copy())
+        x, y, w, h = [int(v) for v in roi[:4]]
+        if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > self._pil.width or y + h > self._pil.height:
+            raise ValueError("roi (%d, %d, %d, %d) is not inside the %dx%d image" % (
+                x, y, w, h, self._pil.width, self._pil.height))
+        return Image.from_pil(self._pil.crop((x, y, x + w, y + h)))
+
+    def cut(self, x, y, w, h):
+        return self.copy((x, y, w, h))
+
+    crop = cut
+
+    def rotation_corr(self, x_rotation=0.0, y_rotation=0.0, z_rotation=0.0, x_translation=0.0, y_translation=0.0,
+                      zoom=1.0):
+        """In-plane rotation (z, degrees), translation and zoom about the centre; x/y tilts are not modelled."""
+        if x_rotation or y_rotation:
+            raise NotImplementedError("rotation_corr: only z_rotation, translation and zoom on the PC")
+        w, h = self._pil.size
+        pil = self._pil.rotate(-float(z_rotation), resample=_BILINEAR, translate=(x_translation, y_translation))
+        if zoom != 1.0:
+            zw, zh = max(1, int(w * zoom)), max(1, int(h * zoom))
+            pil = pil.resize((zw, zh), _BILINEAR)
+            canvas = _PIL.new(pil.mode, (w, h), 0)
+            canvas.paste(pil, ((w - zw) // 2, (h - zh) // 2))
+            pil = canvas
+        self._pil = pil
+        self._changed()
+        return self
 
     # -- pixels --------------------------------------------------------------------------------------------------
     def _check_xy(self, x, y):
@@ -170,6 +201,62 @@ class Image(object):
             draw.rectangle(box, fill=c)
         else:
             draw.rectangle(box, outline=c, width=max(1, int(thickness)))
+        self._changed()
+        return self
+
+    def draw_string(self, x, y, text, color=(255, 255, 255), scale=1, x_spacing=0, y_spacing=0, mono_space=True):
+        from PIL import ImageFont
+        try:
+            font = ImageFont.load_default(size=max(8, int(10 * scale)))
+        except TypeError:  # Pillow < 10.1 has one fixed-size default font
+            font = ImageFont.load_default()
+        _Draw.Draw(self._pil).text((int(x), int(y)), str(text), fill=self._color(color), font=font)
+        self._changed()
+        return self
+
+    def draw_cross(self, x, y, color=(255, 255, 255), size=5, thickness=1):
+        d, c, x, y, s = _Draw.Draw(self._pil), self._color(color), int(x), int(y), int(size)
+        d.line([x - s, y, x + s, y], fill=c, width=max(1, int(thickness)))
+        d.line([x, y - s, x, y + s], fill=c, width=max(1, int(thickness)))
+        self._changed()
+        return self
+
+    def draw_circle(self, x, y=None, radius=None, color=(255, 255, 255), thickness=1, fill=False):
+        """draw_circle(x, y, radius, ...) or draw_circle((x, y, radius), ...)."""
+        if isinstance(x, (tuple, list)):
+            x, y, radius = x[:3]
+        r = int(radius)
+        box = [int(x) - r, int(y) - r, int(x) + r, int(y) + r]
+        d, c = _Draw.Draw(self._pil), self._color(color)
+        if fill:
+            d.ellipse(box, fill=c)
+        else:
+            d.ellipse(box, outline=c, width=max(1, int(thickness)))
+        self._changed()
+        return self
+
+    def draw_line(self, x0, y0=None, x1=None, y1=None, color=(255, 255, 255), thickness=1):
+        if isinstance(x0, (tuple, list)):
+            x0, y0, x1, y1 = x0[:4]
+        _Draw.Draw(self._pil).line([int(x0), int(y0), int(x1), int(y1)], fill=self._color(color),
+                                   width=max(1, int(thickness)))
+        self._changed()
+        return self
+
+    def draw_image(self, img, x, y, x_scale=1.0, y_scale=1.0, mask=None, alpha=256):
+        src = img.pil()
+        if (x_scale, y_scale) != (1.0, 1.0):
+            src = src.resize((max(1, int(src.width * x_scale)), max(1, int(src.height * y_scale))), _BILINEAR)
+        self._pil.paste(src.convert(self._pil.mode), (int(x), int(y)))
+        self._changed()
+        return self
+
+    def strech_char(self, de_dark=1):
+        """MaixPy's contrast stretch (the MNIST demo calls it): map the darkest..brightest pixel to 0..255."""
+        gray = self._pil.convert("L")
+        lo, hi = gray.getextrema()
+        if hi > lo:
+            self._pil = self._pil.point(lambda v: max(0, min(255, (v - lo) * 255 // (hi - lo))))
         self._changed()
         return self
 
