@@ -167,6 +167,13 @@ static PyObject *Model_version(ModelObject *self, PyObject *unused)
     return PyLong_FromLong(okpu_model_version(self->model));
 }
 
+/* (typecode, n, c, h, w, nbytes): how inputs() and output_info() describe a tensor. */
+static PyObject *tensor_tuple(const okpu_tensor *t)
+{
+    return Py_BuildValue("(NkkkkI)", typecode_str(t->dtype), (unsigned long)t->n, (unsigned long)t->c,
+                         (unsigned long)t->h, (unsigned long)t->w, (unsigned int)t->bytes);
+}
+
 static PyObject *Model_inputs(ModelObject *self, PyObject *unused)
 {
     PyObject *list;
@@ -183,8 +190,7 @@ static PyObject *Model_inputs(ModelObject *self, PyObject *unused)
         PyObject *item;
         if (okpu_model_input(self->model, i, &t) != OKPU_OK)
             continue;
-        item = Py_BuildValue("(NkkkkI)", typecode_str(t.dtype), (unsigned long)t.n, (unsigned long)t.c,
-                             (unsigned long)t.h, (unsigned long)t.w, (unsigned int)t.bytes);
+        item = tensor_tuple(&t);
         if (!item || PyList_Append(list, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(list);
@@ -261,8 +267,7 @@ static PyObject *Model_output_info(ModelObject *self, PyObject *args)
         }
         return NULL;
     }
-    return Py_BuildValue("(NkkkkI)", typecode_str(t.dtype), (unsigned long)t.n, (unsigned long)t.c,
-                         (unsigned long)t.h, (unsigned long)t.w, (unsigned int)t.bytes);
+    return tensor_tuple(&t);
 }
 
 static PyObject *Model_output_count(ModelObject *self, PyObject *unused)
