@@ -76,7 +76,66 @@ def workdir(tmp_path_factory):
     c2 = conv(8, 6, 8, 4, 1, src=200, dst=400, main_out=0)
     model = kw.V3Model(layers=[c1, c2], outputs=[(0, c2.out_bytes())], eight_bit=True)
     (d / "tiny_conv.kmodel").write_bytes(model.to_bytes())
+
+    # kmodel v4: 12 floats in, their negation out (set_outputs, a YOLO grid for run_yolo2)
+    kw4 = pytest.importorskip("openkpu.kmodel_writer_v4")
+    w4 = kw4.V4Writer(96)
+    w4.add_input(kw4.mr(kw4.MAIN, kw4.F32, 0, 48), (1, 1, 1, 12))
+    w4.add_output(kw4.mr(kw4.MAIN, kw4.F32, 48, 48))
+    w4.add(kw4.unary(kw4.mr(kw4.MAIN, kw4.F32, 0, 48), kw4.mr(kw4.MAIN, kw4.F32, 48, 48), kw4.UN_NEG))
+    (d / "tiny_v4.kmodel").write_bytes(w4.build())
+
+    # raw flash dumps from address 0: tiny_fc at 0x10000 for load(), its word-swapped copy at 0x20000 for load_flash
+    fc_bytes = (d / "tiny_fc.kmodel").read_bytes()
+    flash = bytearray(b"\xff" * 0x30000)
+    flash[0x10000:0x10000 + len(fc_bytes)] = fc_bytes
+    flash[0x20000:0x20000 + len(fc_bytes)] = _swap_words(fc_bytes)
+    (d / "flash.bin").write_bytes(bytes(flash))
+
+    if TESTDATA.exists():
+        _real_model_files(d)
     return d
+
+
+def _swap_words(data):
+    """Per-32-bit-word byte swap (MaixPy-v1_scripts model_le2be.py), what load_flash undoes."""
+    n = len(data) - len(data) % 4
+    out = bytearray(data)
+    for i in range(0, n, 4):
+        out[i:i + 4] = data[i:i + 4][::-1]
+    return bytes(out)
+
+
+def _real_model_files(d):
+    """Files the MicroPython side cannot make itself: raw .bin flash dumps from the kfpkg packages (its KPU.py reads
+    raw dumps only) and the face photo as a BMP (its image module reads BMP only)."""
+    import json
+    import zipfile
+    face = TESTDATA / "face_detect_yolo2_v3_maixpy"
+    for pkg, name in (("face_model_at_0x300000.kfpkg", "face_flash.bin"),
+                      ("face_model_be_at_0x600000.kfpkg", "face_flash_be.bin")):
+        if not (face / pkg).exists():
+            continue
+        with zipfile.ZipFile(face / pkg) as z:
+            files = json.loads(z.read("flash-list.json"))["files"]
+            members = [(f["address"], z.read(f["bin"])) for f in files]
+        size = max(addr + len(data) for addr, data in members)
+        flash = bytearray(b"\xff" * size)
+        for addr, data in members:
+            flash[addr:addr + len(data)] = data
+        (d / name).write_bytes(bytes(flash))
+    jpg = TESTDATA / "face_images_nncase" / "21.jpg"
+    if jpg.exists():
+        try:
+            from PIL import Image
+        except ImportError:
+            return
+        Image.open(jpg).convert("RGB").resize((320, 240)).save(d / "face21.bmp")
+    iris = TESTDATA / "iris_fc_cpu_v3_v4" / "iris_v3.kmodel"
+    if iris.exists():
+        data = iris.read_bytes()
+        for cut in (20, 40, 100, len(data) - 50):
+            (d / ("iris_cut%d.kmodel" % cut)).write_bytes(data[:cut])
 
 
 def prelude(workdir):
@@ -139,9 +198,23 @@ def test_host_micropython_modules(host_mpy):
     r = subprocess.run([str(host_mpy), "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "micropython" in r.stdout and "ERR_SIZE_NOTMATCH 2" in r.stdout
-    for method in ("free", "inputs", "kpu_ram", "layers", "memory", "output", "output_count", "run", "set_input",
-                   "version"):
+    for method in ("free", "inputs", "kpu_ram", "layers", "memory", "output", "output_count", "output_info", "run",
+                   "set_input", "version"):
         assert "'%s'" % method in r.stdout
+
+
+def test_native_api_names_match_cpython(host_mpy):
+    """The MicroPython `_kpu` offers exactly the CPython binding's names (plus its MicroPython-only diagnostics)."""
+    cpy_kpu = pytest.importorskip("_kpu")
+    code = ("import _kpu\n"
+            "print(sorted(k for k in dir(_kpu) if not k.startswith('_')))\n"
+            "print(sorted(k for k in dir(_kpu.Model) if not k.startswith('_')))\n")
+    r = subprocess.run([str(host_mpy), "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    import ast
+    mod_names, model_names = [set(ast.literal_eval(line)) for line in r.stdout.splitlines()[:2]]
+    assert mod_names - {"SYSTEM_HEAP"} == {k for k in dir(cpy_kpu) if not k.startswith("_")}
+    assert model_names - {"heap_bytes"} == {k for k in dir(cpy_kpu.Model) if not k.startswith("_")}
 
 
 def test_host_micropython_exit_status(host_mpy, tmp_path):

@@ -105,7 +105,11 @@ class _RawFlash(object):
 
     def __init__(self, path):
         self.path = path
-        f = open(path, "rb")
+        try:
+            f = open(path, "rb")
+        except OSError:
+            # worded as openkpu.flash words it on CPython (MicroPython's OSError str is only "[Errno 2] ENOENT")
+            raise OSError("flash image not found: %s" % path)
         try:
             f.seek(0, 2)
             self._size = f.tell()

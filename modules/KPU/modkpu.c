@@ -6,6 +6,8 @@
  *
  *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0)
  *   _kpu.status_name(code)
+ *   _kpu.yolo2_decode(data, w, h, ch, anchors, threshold, nms, img_w, img_h), _kpu.face_encode(seq),
+ *   _kpu.face_compare(a, b), _kpu.FACE_SCORE_UNDEFINED  (python/_kpu_post.c)
  *
  * Memory: by default the core's allocations go to MicroPython's GC heap (so `gc.mem_free()` shows what a model
  * costs, and nothing leaks when a script is interrupted). Every block handed to the core is also recorded in a
@@ -19,8 +21,12 @@
 #include "py/obj.h"
 #include "py/objstr.h"
 #include "py/gc.h"
+#include "py/binary.h"
+#include "py/objlist.h"
 
 #include "okpu.h"
+#include "post/face.h"
+#include "post/yolo2.h"
 
 #ifndef MICROPY_PY_KPU_SYSTEM_HEAP
 #define MICROPY_PY_KPU_SYSTEM_HEAP (0)
@@ -318,6 +324,46 @@ static mp_obj_t kpu_model_output_count(mp_obj_t self_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_output_count_obj, kpu_model_output_count);
 
+/* Ints and reals as CPython's "i"/"n"/"d" argument formats take them, with its wording: the comparison tests print
+ * these messages. */
+static mp_int_t kpu_arg_int(mp_obj_t o) {
+    if (!mp_obj_is_int(o) && !mp_obj_is_bool(o)) {
+        mp_raise_msg_varg(&mp_type_TypeError, MP_ERROR_TEXT("'%s' object cannot be interpreted as an integer"),
+            mp_obj_get_type_str(o));
+    }
+    return mp_obj_get_int(o);
+}
+
+static mp_float_t kpu_arg_float(mp_obj_t o) {
+    mp_float_t v;
+    if (mp_obj_is_str_or_bytes(o) || !mp_obj_get_float_maybe(o, &v)) {
+        mp_raise_msg_varg(&mp_type_TypeError, MP_ERROR_TEXT("must be real number, not %s"),
+            mp_obj_get_type_str(o));
+    }
+    return v;
+}
+
+static mp_obj_t kpu_model_output_info(mp_obj_t self_in, mp_obj_t index_in) {
+    mp_int_t index = kpu_arg_int(index_in);
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    okpu_tensor t;
+    memset(&t, 0, sizeof(t));
+    if (okpu_model_output_info(self->model, (int)index, &t) != OKPU_OK) {
+        vstr_t vstr;
+        vstr_init(&vstr, 96);
+        vstr_printf(&vstr, "[MAIXPY]kpu: output error:%d, %s: output index %d out of range, the model has %d output(s)",
+            OKPU_ERR_IDX_OUTRANGE, okpu_status_name(OKPU_ERR_IDX_OUTRANGE), (int)index,
+            okpu_model_output_count(self->model));
+        mp_obj_t args[2] = { MP_OBJ_NEW_SMALL_INT(OKPU_ERR_IDX_OUTRANGE), mp_obj_new_str_from_vstr(&vstr) };
+        nlr_raise(mp_obj_new_exception_args(&mp_type_OSError, 2, args));
+    }
+    mp_obj_t item[6] = {
+        kpu_typecode(t.dtype), kpu_uint(t.n), kpu_uint(t.c), kpu_uint(t.h), kpu_uint(t.w), kpu_uint(t.bytes),
+    };
+    return mp_obj_new_tuple(6, item);
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(kpu_model_output_info_obj, kpu_model_output_info);
+
 static mp_obj_t kpu_model_output(mp_obj_t self_in, mp_obj_t index_in) {
     kpu_model_obj_t *self = kpu_get_model(self_in);
     mp_int_t index = mp_obj_get_int(index_in);
@@ -433,6 +479,7 @@ static const mp_rom_map_elem_t kpu_model_locals_dict_table[] = {
     { MP_ROM_QSTR(MP_QSTR_set_input), MP_ROM_PTR(&kpu_model_set_input_obj) },
     { MP_ROM_QSTR(MP_QSTR_run), MP_ROM_PTR(&kpu_model_run_obj) },
     { MP_ROM_QSTR(MP_QSTR_output_count), MP_ROM_PTR(&kpu_model_output_count_obj) },
+    { MP_ROM_QSTR(MP_QSTR_output_info), MP_ROM_PTR(&kpu_model_output_info_obj) },
     { MP_ROM_QSTR(MP_QSTR_output), MP_ROM_PTR(&kpu_model_output_obj) },
     { MP_ROM_QSTR(MP_QSTR_layers), MP_ROM_PTR(&kpu_model_layers_obj) },
     { MP_ROM_QSTR(MP_QSTR_memory), MP_ROM_PTR(&kpu_model_memory_obj) },
@@ -452,6 +499,220 @@ static MP_DEFINE_CONST_OBJ_TYPE(
     locals_dict, &kpu_model_locals_dict
     );
 
+/* ---- post-processing (python/_kpu_post.c's functions, same arguments, errors and wording) ------------------ */
+
+#if !MICROPY_PY_KPU_SYSTEM_HEAP
+/* The decoder's scratch comes from the GC heap like the models' memory; it is freed before the decoder returns. */
+static void *kpu_post_alloc(void *ctx, size_t size) {
+    (void)ctx;
+    void *p = m_malloc_maybe(size);
+    if (p != NULL) {
+        memset(p, 0, size);
+    }
+    return p;
+}
+
+static void kpu_post_free(void *ctx, void *ptr, size_t size) {
+    (void)ctx;
+    m_del(uint8_t, ptr, size);
+}
+
+static const okpu_allocator kpu_post_allocator = { kpu_post_alloc, kpu_post_free, NULL };
+#define KPU_POST_ALLOCATOR (&kpu_post_allocator)
+#else
+#define KPU_POST_ALLOCATOR (NULL)
+#endif
+
+static NORETURN void kpu_raise_post(const char *what, const okpu_error *err, int code) {
+    const char *msg = err->message[0] ? err->message : "(no details)";
+    if (code == OKPU_ERR_PARAM) {
+        mp_raise_msg_varg(&mp_type_ValueError, MP_ERROR_TEXT("[MAIXPY]kpu: %s error:%d, %s: %s"), what, code,
+            okpu_status_name(code), msg);
+    }
+    if (code == OKPU_ERR_NO_MEM) {
+        mp_raise_msg_varg(&mp_type_MemoryError, MP_ERROR_TEXT("[MAIXPY]kpu: %s error:%d, %s: %s"), what, code,
+            okpu_status_name(code), msg);
+    }
+    kpu_raise_os(what, err, code);
+}
+
+/* `obj` as float32 values in a new GC-heap array of *n floats (the GC reclaims it if a later step raises).
+ * A buffer must be float32 ('f') or raw bytes of whole floats; anything else is iterated as numbers (str is not a
+ * buffer here, as in CPython). `expect` >= 0: the count required. */
+static float *kpu_floats_from(mp_obj_t obj, mp_int_t expect, size_t *n, const char *what) {
+    mp_buffer_info_t bufinfo;
+    if (!mp_obj_is_str(obj) && mp_get_buffer(obj, &bufinfo, MP_BUFFER_READ)) {
+        /* bytearray's typecode is BYTEARRAY_TYPECODE, not 'B'; CPython calls both 'B' */
+        char tc = (bufinfo.typecode == 0 || bufinfo.typecode == BYTEARRAY_TYPECODE) ? 'B' : (char)bufinfo.typecode;
+        size_t itemsize = mp_binary_get_size('@', tc, NULL);
+        bool is_float = tc == 'f' && itemsize == 4;
+        if (!is_float && !(itemsize == 1 && (tc == 'B' || tc == 'b' || tc == 'c'))) {
+            mp_raise_msg_varg(&mp_type_TypeError,
+                MP_ERROR_TEXT("%s: a buffer of float32 ('f') or raw bytes is needed, got format '%c' with itemsize %d"),
+                what, tc, (int)itemsize);
+        }
+        if (bufinfo.len % 4 != 0) {
+            mp_raise_msg_varg(&mp_type_ValueError,
+                MP_ERROR_TEXT("[MAIXPY]kpu: %s: %d bytes is not a whole number of float32 values"),
+                what, (int)bufinfo.len);
+        }
+        size_t count = bufinfo.len / 4;
+        if (expect >= 0 && count != (size_t)expect) {
+            mp_raise_msg_varg(&mp_type_ValueError,
+                MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: %s has %d floats, expected %d"),
+                OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), what, (int)count, (int)expect);
+        }
+        float *out = m_new(float, count > 0 ? count : 1);
+        memcpy(out, bufinfo.buf, count * sizeof(float)); /* copy: the source may be unaligned */
+        *n = count;
+        return out;
+    }
+    /* A sequence / iterable: like CPython's PySequence_Fast, any failure to make a list of it is one TypeError. */
+    mp_obj_t list;
+    nlr_buf_t nlr;
+    if (nlr_push(&nlr) == 0) {
+        list = mp_obj_list_make_new(&mp_type_list, 1, 0, &obj);
+        nlr_pop();
+    } else {
+        mp_raise_msg_varg(&mp_type_TypeError,
+            MP_ERROR_TEXT("%s: a sequence of numbers or a float32 buffer is needed, not %s"),
+            what, mp_obj_get_type_str(obj));
+    }
+    size_t count;
+    mp_obj_t *items;
+    mp_obj_list_get(list, &count, &items);
+    if (expect >= 0 && count != (size_t)expect) {
+        mp_raise_msg_varg(&mp_type_ValueError,
+            MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: %s has %d values, expected %d"),
+            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), what, (int)count, (int)expect);
+    }
+    float *out = m_new(float, count > 0 ? count : 1);
+    for (size_t i = 0; i < count; i++) {
+        out[i] = (float)kpu_arg_float(items[i]);
+    }
+    *n = count;
+    return out;
+}
+
+static mp_obj_t kpu_yolo2_decode(size_t n_args, const mp_obj_t *args) {
+    if (n_args != 9) {
+        mp_raise_msg_varg(&mp_type_TypeError, MP_ERROR_TEXT("yolo2_decode() takes exactly 9 arguments (%d given)"),
+            (int)n_args);
+    }
+    mp_int_t w = kpu_arg_int(args[1]);
+    mp_int_t h = kpu_arg_int(args[2]);
+    mp_int_t ch = kpu_arg_int(args[3]);
+    mp_float_t threshold = kpu_arg_float(args[5]);
+    mp_float_t nms = kpu_arg_float(args[6]);
+    mp_int_t img_w = kpu_arg_int(args[7]);
+    mp_int_t img_h = kpu_arg_int(args[8]);
+    if (w <= 0 || h <= 0 || ch <= 0 || w > 0xFFFF || h > 0xFFFF || ch > 0xFFFF) {
+        mp_raise_msg_varg(&mp_type_ValueError,
+            MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: yolo2 output shape %dx%dx%d is invalid"),
+            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), (int)w, (int)h, (int)ch);
+    }
+    size_t n_anchors = 0, n_data = 0;
+    float *anchors = kpu_floats_from(args[4], -1, &n_anchors, "yolo2 anchors");
+    if (n_anchors == 0 || n_anchors % 2 != 0) {
+        mp_raise_msg_varg(&mp_type_ValueError,
+            MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: yolo2 anchors must be (w, h) pairs, got %d values"),
+            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), (int)n_anchors);
+    }
+    float *data = kpu_floats_from(args[0], w * h * ch, &n_data, "yolo2 output");
+    okpu_yolo2_params params;
+    params.threshold = (double)threshold;
+    params.nms = (double)nms;
+    params.anchor_num = (int)(n_anchors / 2);
+    params.anchors = anchors;
+    size_t cap = okpu_yolo2_max_boxes((uint32_t)w, (uint32_t)h, params.anchor_num);
+    okpu_yolo2_box *boxes = m_new(okpu_yolo2_box, cap > 0 ? cap : 1);
+    size_t count = 0;
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    int rc = okpu_yolo2_decode(data, (uint32_t)w, (uint32_t)h, (uint32_t)ch, &params, (int)img_w, (int)img_h,
+        KPU_POST_ALLOCATOR, boxes, cap, &count, &err);
+    m_del(float, data, n_data > 0 ? n_data : 1);
+    m_del(float, anchors, n_anchors > 0 ? n_anchors : 1);
+    if (rc != OKPU_OK) {
+        m_del(okpu_yolo2_box, boxes, cap > 0 ? cap : 1);
+        kpu_raise_post("yolo2", &err, rc);
+    }
+    mp_obj_t list = mp_obj_new_list(count, NULL);
+    mp_obj_list_t *l = MP_OBJ_TO_PTR(list);
+    for (size_t i = 0; i < count; i++) {
+        const okpu_yolo2_box *b = boxes + i;
+        mp_obj_t item[6] = {
+            mp_obj_new_int(b->x), mp_obj_new_int(b->y), mp_obj_new_int(b->w), mp_obj_new_int(b->h),
+            mp_obj_new_float((mp_float_t)b->value), mp_obj_new_int(b->classid),
+        };
+        l->items[i] = mp_obj_new_tuple(6, item);
+    }
+    m_del(okpu_yolo2_box, boxes, cap > 0 ? cap : 1);
+    return list;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR(kpu_yolo2_decode_obj, 0, kpu_yolo2_decode);
+
+static mp_obj_t kpu_face_encode(mp_obj_t seq) {
+    size_t n = 0;
+    float *v = kpu_floats_from(seq, -1, &n, "face_encode");
+    vstr_t vstr;
+    vstr_init_len(&vstr, n);
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    int rc = okpu_face_encode(v, n, (int8_t *)(void *)vstr.buf, &err);
+    m_del(float, v, n > 0 ? n : 1);
+    if (rc != OKPU_OK) {
+        vstr_clear(&vstr);
+        kpu_raise_post("face_encode", &err, rc);
+    }
+    return mp_obj_new_bytes_from_vstr(&vstr);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_face_encode_obj, kpu_face_encode);
+
+/* A C-contiguous buffer, as CPython's PyObject_GetBuffer takes it (str is not one there). */
+static void kpu_get_bytes_like(mp_obj_t o, mp_buffer_info_t *bufinfo, size_t *itemsize) {
+    if (mp_obj_is_str(o) || !mp_get_buffer(o, bufinfo, MP_BUFFER_READ)) {
+        mp_raise_msg_varg(&mp_type_TypeError, MP_ERROR_TEXT("a bytes-like object is required, not '%s'"),
+            mp_obj_get_type_str(o));
+    }
+    *itemsize = (bufinfo->typecode == 0 || bufinfo->typecode == BYTEARRAY_TYPECODE) ? 1
+        : mp_binary_get_size('@', bufinfo->typecode, NULL);
+}
+
+static mp_obj_t kpu_face_compare(size_t n_args, const mp_obj_t *args) {
+    if (n_args != 2) {
+        mp_raise_msg_varg(&mp_type_TypeError, MP_ERROR_TEXT("face_compare() takes exactly 2 arguments (%d given)"),
+            (int)n_args);
+    }
+    mp_buffer_info_t a, b;
+    size_t a_item, b_item;
+    kpu_get_bytes_like(args[0], &a, &a_item);
+    kpu_get_bytes_like(args[1], &b, &b_item);
+    if (a.len != b.len || a_item != 1 || b_item != 1) {
+        mp_raise_msg_varg(&mp_type_ValueError,
+            MP_ERROR_TEXT("[MAIXPY]kpu: face_compare error:%d, %s: the two encodings must be byte strings of the "
+                "same length (from face_encode of features of the same size), got %d and %d bytes"),
+            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), (int)a.len, (int)b.len);
+    }
+    double score = okpu_face_compare((const int8_t *)a.buf, (const int8_t *)b.buf, a.len);
+    return mp_obj_new_float((mp_float_t)score);
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR(kpu_face_compare_obj, 0, kpu_face_compare);
+
+/* A ROM float object. mp_obj_float_t is private to py/objfloat.c: this struct has its layout (base, value). Only the
+ * boxed-float representations (A, B) have such objects; MaixPy's ports use A. */
+#if MICROPY_OBJ_REPR == MICROPY_OBJ_REPR_A || MICROPY_OBJ_REPR == MICROPY_OBJ_REPR_B
+typedef struct _kpu_float_obj_t {
+    mp_obj_base_t base;
+    mp_float_t value;
+} kpu_float_obj_t;
+static const kpu_float_obj_t kpu_face_score_undefined_obj = {
+    { &mp_type_float }, (mp_float_t)OKPU_FACE_SCORE_UNDEFINED
+};
+#else
+#error "_kpu: FACE_SCORE_UNDEFINED needs a boxed float (MICROPY_OBJ_REPR_A or _B)"
+#endif
+
 /* ---- module ------------------------------------------------------------------------------------------------- */
 
 static mp_obj_t kpu_status_name(mp_obj_t code_in) {
@@ -464,6 +725,10 @@ static const mp_rom_map_elem_t kpu_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR__kpu) },
     { MP_ROM_QSTR(MP_QSTR_Model), MP_ROM_PTR(&kpu_model_type) },
     { MP_ROM_QSTR(MP_QSTR_status_name), MP_ROM_PTR(&kpu_status_name_obj) },
+    { MP_ROM_QSTR(MP_QSTR_yolo2_decode), MP_ROM_PTR(&kpu_yolo2_decode_obj) },
+    { MP_ROM_QSTR(MP_QSTR_face_encode), MP_ROM_PTR(&kpu_face_encode_obj) },
+    { MP_ROM_QSTR(MP_QSTR_face_compare), MP_ROM_PTR(&kpu_face_compare_obj) },
+    { MP_ROM_QSTR(MP_QSTR_FACE_SCORE_UNDEFINED), MP_ROM_PTR(&kpu_face_score_undefined_obj) },
     { MP_ROM_QSTR(MP_QSTR_KPU_RAM_SIZE), MP_ROM_INT(OKPU_KPU_RAM_SIZE) },
     { MP_ROM_QSTR(MP_QSTR_KPU_RAM_ROWS), MP_ROM_INT(OKPU_KPU_RAM_ROWS) },
     { MP_ROM_QSTR(MP_QSTR_KPU_ROW_BYTES), MP_ROM_INT(OKPU_KPU_ROW_BYTES) },
