@@ -20,9 +20,9 @@ Where this differs from MaixPy, on purpose:
 - fmap `typecode()` works ('B' raw u8 KPU output, 'f' float32), and for 'f' maps `w()` is the ELEMENT count (MaixPy
   reported the byte count). A float output that is a flat vector has w = count, h = ch = 1 (MaixPy's shape);
   a float output with a real 3-D shape (e.g. a YOLO grid) reports its w, h, ch.
-- fmap buffer protocol: on CPython >= 3.12 `memoryview(fmap)` works (`__buffer__`); on every version
-  `fmap.data()` and `bytes(fmap)` give the raw bytes (a pure-Python class cannot export a buffer before 3.12, nor on
-  MicroPython).
+- fmap buffer protocol: `fmap.data()` gives the raw bytes everywhere; on CPython also `bytes(fmap)`, and on
+  CPython >= 3.12 `memoryview(fmap)` (`__buffer__`). A pure-Python class cannot export a buffer before 3.12, and
+  MicroPython has no `__bytes__`: on the board use `fmap.data()`.
 - Errors keep MaixPy's exception types and numeric codes and add what was expected, what was found, and where.
 - `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits;
   `memory(net)` / `net.memory()` return the same figures as a dict.
