@@ -10,20 +10,9 @@
 #include "kpu/kpu_args.h"
 #include "kpu/kpu_backend.h"
 #include "kpu/kpu_layout.h"
+#include "ctest.h"
 
-static int passed, failed;
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (cond) {                                                                                                    \
-            passed++;                                                                                                  \
-        } else {                                                                                                       \
-            failed++;                                                                                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                \
-            printf(__VA_ARGS__);                                                                                       \
-            printf("\n");                                                                                              \
-        }                                                                                                              \
-    } while (0)
 
 /* xorshift64*: reproducible across platforms */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -951,6 +940,5 @@ int main(void)
     test_pools();
     test_backend_and_errors();
     test_fast_vs_reference(400);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return ctest_summary();
 }

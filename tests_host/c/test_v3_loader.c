@@ -9,49 +9,9 @@
 
 #include "kernels/kernels.h"
 #include "okpu.h"
+#include "ctest.h"
 
-static int passed, failed;
 
-#define CHECK(cond, ...)                                                                                        \
-    do {                                                                                                        \
-        if (cond)                                                                                               \
-            passed++;                                                                                           \
-        else {                                                                                                  \
-            failed++;                                                                                           \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                              \
-            printf(__VA_ARGS__);                                                                                \
-            printf("\n");                                                                                       \
-        }                                                                                                       \
-    } while (0)
-
-/* ---- a tiny byte builder ---- */
-typedef struct buf {
-    uint8_t d[4096];
-    size_t n;
-} buf;
-
-static void put_u32(buf *b, uint32_t v)
-{
-    b->d[b->n++] = (uint8_t)v;
-    b->d[b->n++] = (uint8_t)(v >> 8);
-    b->d[b->n++] = (uint8_t)(v >> 16);
-    b->d[b->n++] = (uint8_t)(v >> 24);
-}
-
-static void put_f32(buf *b, float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    put_u32(b, u);
-}
-
-static void set_u32(buf *b, size_t at, uint32_t v)
-{
-    b->d[at] = (uint8_t)v;
-    b->d[at + 1] = (uint8_t)(v >> 8);
-    b->d[at + 2] = (uint8_t)(v >> 16);
-    b->d[at + 3] = (uint8_t)(v >> 24);
-}
 
 static float rd_f32(const uint8_t *p)
 {
@@ -497,6 +457,5 @@ int main(void)
     test_layer_errors();
     test_cpu_chain();
     test_kernels();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return ctest_summary();
 }

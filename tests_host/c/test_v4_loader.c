@@ -6,47 +6,16 @@
 #include <string.h>
 
 #include "okpu.h"
+#include "ctest.h"
 
-static int passed, failed;
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (cond) {                                                                                                    \
-            passed++;                                                                                                  \
-        } else {                                                                                                       \
-            failed++;                                                                                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                \
-            printf(__VA_ARGS__);                                                                                       \
-            printf("\n");                                                                                              \
-        }                                                                                                              \
-    } while (0)
-
-typedef struct buf {
-    uint8_t d[4096];
-    size_t n;
-} buf;
-
-static void u32(buf *b, uint32_t v)
-{
-    b->d[b->n++] = (uint8_t)v;
-    b->d[b->n++] = (uint8_t)(v >> 8);
-    b->d[b->n++] = (uint8_t)(v >> 16);
-    b->d[b->n++] = (uint8_t)(v >> 24);
-}
-
-static void f32(buf *b, float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u32(b, u);
-}
 
 static void mr(buf *b, uint32_t t, uint32_t dt, uint32_t start, uint32_t size)
 {
-    u32(b, t);
-    u32(b, dt);
-    u32(b, start);
-    u32(b, size);
+    put_u32(b, t);
+    put_u32(b, dt);
+    put_u32(b, start);
+    put_u32(b, size);
 }
 
 static void pad8(buf *b)
@@ -72,24 +41,24 @@ static void build(buf *b, const parts *p)
     size_t table, start, i;
     uint32_t sizes[3];
     b->n = 0;
-    u32(b, 0x4B4D444Cu);
-    u32(b, 4);
-    u32(b, 0);
-    u32(b, 1);
-    u32(b, p->const_size_hdr);
-    u32(b, p->main_mem);
-    u32(b, 3);
-    u32(b, 1);
-    u32(b, 1);
-    u32(b, 0xCCCCCCCCu);
+    put_u32(b, 0x4B4D444Cu);
+    put_u32(b, 4);
+    put_u32(b, 0);
+    put_u32(b, 1);
+    put_u32(b, p->const_size_hdr);
+    put_u32(b, p->main_mem);
+    put_u32(b, 3);
+    put_u32(b, 1);
+    put_u32(b, 1);
+    put_u32(b, 0xCCCCCCCCu);
     mr(b, 1, 0, 0, 16);
-    u32(b, 1);
-    u32(b, 1);
-    u32(b, 1);
-    u32(b, 4);
+    put_u32(b, 1);
+    put_u32(b, 1);
+    put_u32(b, 1);
+    put_u32(b, 4);
     mr(b, 1, 0, 48, 16);
     for (i = 0; i < 4; i++)
-        f32(b, (float)(i + 1) * 0.5f);
+        put_f32(b, (float)(i + 1) * 0.5f);
     table = b->n;
     b->n += 24; /* node table filled below */
     start = b->n;
@@ -97,7 +66,7 @@ static void build(buf *b, const parts *p)
     node_off[0] = b->n;
     mr(b, 1, 0, 0, 16);
     mr(b, 1, 0, 16, 16);
-    u32(b, p->neg_op);
+    put_u32(b, p->neg_op);
     pad8(b);
     sizes[0] = (uint32_t)(b->n - start);
     /* node 1: nnil */
@@ -107,7 +76,7 @@ static void build(buf *b, const parts *p)
     mr(b, 1, 0, 32, 16);
     b->d[b->n++] = 0x03; /* lda_0 */
     b->d[b->n++] = 0x06; /* ldc_r4 2.0 */
-    f32(b, 2.0f);
+    put_f32(b, 2.0f);
     b->d[b->n++] = 0x42; /* mul */
     b->d[b->n++] = 0x05; /* ldc_r4_1 */
     b->d[b->n++] = 0x40; /* add */
@@ -121,26 +90,26 @@ static void build(buf *b, const parts *p)
     mr(b, 1, 0, 32, 16);
     mr(b, 0, 0, p->const_start, 16);
     mr(b, 1, 0, p->bin_out_start, 16);
-    u32(b, 0);
+    put_u32(b, 0);
     for (i = 0; i < 3; i++) {
-        u32(b, 1);
-        u32(b, 1);
-        u32(b, 1);
-        u32(b, 4);
+        put_u32(b, 1);
+        put_u32(b, 1);
+        put_u32(b, 1);
+        put_u32(b, 4);
     }
-    f32(b, -3.4e38f);
-    f32(b, 3.4e38f);
+    put_f32(b, -3.4e38f);
+    put_f32(b, 3.4e38f);
     pad8(b);
     sizes[2] = (uint32_t)(b->n - start);
     {
         size_t save = b->n;
         b->n = table;
-        u32(b, 0x0E);
-        u32(b, sizes[0]);
-        u32(b, p->opcode1);
-        u32(b, sizes[1]);
-        u32(b, 0x00);
-        u32(b, sizes[2]);
+        put_u32(b, 0x0E);
+        put_u32(b, sizes[0]);
+        put_u32(b, p->opcode1);
+        put_u32(b, sizes[1]);
+        put_u32(b, 0x00);
+        put_u32(b, sizes[2]);
         b->n = save;
     }
 }
@@ -311,6 +280,5 @@ int main(void)
     test_valid_runs();
     test_malformed();
     test_byte_corruptions();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return ctest_summary();
 }
