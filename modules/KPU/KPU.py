@@ -206,14 +206,19 @@ def _model_size(reader, offset):
     return None
 
 
-def _read_flash(offset):
+def _read_flash(offset, swapped=False):
+    """The model bytes at flash `offset`. swapped: the model was word-swapped for load_flash (read it back swapped)."""
     reader = _flash()
+    if swapped:
+        reader = _SwappedFlash(reader)
     end = reader.size()
     if offset >= end:
         raise _load_error(ERR_READ_FILE, "flash offset 0x%x is past the end of the flash image %s (0x%x bytes)"
                           % (offset, _flash_path, end))
     size = _model_size(reader, offset)
     if size is None:
+        if swapped:
+            raise _not_swapped_error(offset)
         # Not v3/v4: hand the core the first bytes so it names the format (v5, encrypted, erased flash, ...).
         size = 64
     if size > _MAX_FLASH:
@@ -338,6 +343,11 @@ def load(path_or_offset):
     else:
         data = _read_flash(arg)
         addr, path, where = arg, None, "model read from flash image %s at 0x%x" % (_flash_path, arg)
+    return _open_net(data, addr, path, where)
+
+
+def _open_net(data, addr, path, where):
+    """Load `data` into the core and count the net against the model limit. where: said after a load error."""
     try:
         model = _kpu.Model(data)
     except ValueError as e:
@@ -795,31 +805,19 @@ def load_flash(model_addr, is_dual_buf, batch_size, spi_speed):
     if spi_speed <= 0 or spi_speed > 80000000:
         raise _load_error(ERR_PARAM, "spi_speed must be in 1..80000000 Hz, got %d" % spi_speed)
     _check_slots()
-    reader = _SwappedFlash(_flash())
-    end = reader.size()
-    if model_addr >= end:
-        raise _load_error(ERR_READ_FILE, "flash offset 0x%x is past the end of the flash image %s (0x%x bytes)"
-                          % (model_addr, _flash_path, end))
-    size = _model_size(reader, model_addr)
-    if size is None:
-        raw = _flash().read(model_addr, 4)
-        hint = ""
-        if raw == b"\x03\x00\x00\x00" or raw == b"LDMK":
-            hint = ": the bytes there are a NOT word-swapped model; use kpu.load(0x%x) for it" % model_addr
-        raise _load_error(2002, "no word-swapped kmodel v3/v4 header at flash 0x%x%s (models for load_flash are "
-                          "prepared with scripts/kmodel_tool.py swap)" % (model_addr, hint))
-    size = min(size, end - model_addr)
-    data = reader.read(model_addr, size)
-    try:
-        model = _kpu.Model(data)
-    except ValueError as e:
-        raise ValueError("%s (word-swapped model read from flash image %s at 0x%x)" % (e, _flash_path, model_addr))
-    net = kpu_net(model, data, model_addr, None)
-    if _weakref is not None:
-        _nets.add(net)
-    else:
-        _nets.append(net)
-    return net
+    data = _read_flash(model_addr, swapped=True)
+    return _open_net(data, model_addr, None,
+                     "word-swapped model read from flash image %s at 0x%x" % (_flash_path, model_addr))
+
+
+def _not_swapped_error(offset):
+    raw = _flash().read(offset, 4)
+    hint = ""
+    if raw == b"\x03\x00\x00\x00" or raw == b"LDMK":
+        hint = ": the bytes there are a NOT word-swapped model; use kpu.load(0x%x) for it" % offset
+    return _load_error(2002, "no word-swapped kmodel v3/v4 header at flash 0x%x%s (models for load_flash are "
+                       "swapped per 32-bit word, e.g. by MaixPy-v1_scripts' machine_vision/model_le2be.py)"
+                       % (offset, hint))
 
 
 # ---------------------------------------------------------------------------------------------------------------
