@@ -87,7 +87,7 @@ def test_iris_documented_digits_need_the_hidden_layer_bias_added_last(testdata):
     (bias first / last, fused / unfused) and the output layer as nncase v0.2 does: the documented first digit
     appears only when the hidden layer adds its bias LAST, as the v3 SDK's FULLY_CONNECTED does; nncase v0.2's
     matmul (bias first, fmaf) gives the emulator's 16.077793. (The v4 example's README carries the v3 README's
-    result block unchanged, only its compile command was edited: the digits were most likely never re-measured.)"""
+    result block unchanged, only the usage steps above it were edited: the digits were most likely never re-measured.)"""
     from kpu_layers_from_file import v4_nodes
     data = testdata("iris_fc_cpu_v3_v4", "iris_v4.kmodel").read_bytes()
     hdr = struct.unpack_from("<10I", data, 0)
