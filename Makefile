@@ -75,7 +75,10 @@ core: $(BUILD)/host/libokpu.a
 cross: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(BUILD)/rv64
 	cd $(BUILD)/rv64 && $(RV_CC) $(RV_FLAGS) -c $(addprefix $(CURDIR)/,$(CORE_SRC))
-	@echo "rv64imafdc/lp64d: $(words $(CORE_SRC)) files compiled with -Werror"
+	@mkdir -p $(BUILD)/rv64-board
+	cd $(BUILD)/rv64-board && $(RV_CC) $(RV_FLAGS) -DOKPU_HAVE_K210_HW -c $(CURDIR)/c_src/kpu/kpu_k210.c \
+		$(CURDIR)/c_src/kpu/kpu_backend.c
+	@echo "rv64imafdc/lp64d: $(words $(CORE_SRC)) files compiled with -Werror (K210 register access too)"
 
 clean:
 	rm -rf $(BUILD) *.egg-info $(VENV)

@@ -81,6 +81,20 @@ typedef struct okpu_allocator {
     void *ctx;
 } okpu_allocator;
 
+/* How the K210 backend reaches the chip's KPU (kpu-reference.md section 7): its register block, the KPU RAM as the
+ * CPU sees it, and the address the KPU must be given for a table in main memory. Board builds get the real one from
+ * okpu_k210_board_port(); host tests pass a simulated peripheral, so the driver logic is tested without a board. */
+typedef struct okpu_k210_port {
+    void *ctx;
+    uint64_t (*read_reg)(void *ctx, uint32_t offset);            /* 64-bit register at byte offset */
+    void (*write_reg)(void *ctx, uint32_t offset, uint64_t value);
+    uint8_t *kpu_ram;                                            /* the 2 MiB KPU RAM */
+    int (*kpu_address)(void *ctx, const void *p, uint32_t *addr); /* 0 and *addr, or nonzero: KPU cannot reach p */
+    uint32_t max_polls; /* calc_done polls before a layer counts as hung; 0 = OKPU_K210_DEFAULT_POLLS */
+} okpu_k210_port;
+
+#define OKPU_K210_DEFAULT_POLLS 100000000u
+
 typedef struct okpu_options {
     okpu_conv_offset_mode conv_offset;
     okpu_round_mode act_round;      /* KPU activation shift: default HALF_EVEN */
@@ -89,6 +103,7 @@ typedef struct okpu_options {
     okpu_mean_border_mode mean_border;
     okpu_backend_kind backend;
     const okpu_allocator *allocator;
+    const okpu_k210_port *k210_port; /* OKPU_BACKEND_K210 only: NULL = the board's own (board builds) */
 } okpu_options;
 
 void okpu_options_default(okpu_options *opts);

@@ -1,4 +1,4 @@
-/* Backend selection: the emulator everywhere, the K210's KPU only where the board build provides it. */
+/* Backend selection: the emulator everywhere; the K210's KPU through a port (the board's own in board builds). */
 #include "kpu_backend.h"
 
 #include "../core/error.h"
@@ -11,12 +11,14 @@ kpu_backend *kpu_backend_create(const okpu_options *opts, okpu_error *err)
     case OKPU_BACKEND_EMULATOR:
         return kpu_emu_create(opts, err);
     case OKPU_BACKEND_K210:
+        if (opts->k210_port)
+            return kpu_k210_create_on(opts->k210_port, opts, err);
 #ifdef OKPU_HAVE_K210_HW
         return kpu_k210_create(opts, err);
 #else
         okpu_fail(err, OKPU_ERR_NOT_IMPLEMENT, -1, -1,
-                  "the K210 hardware KPU backend exists only in board builds (compiled with OKPU_HAVE_K210_HW); "
-                  "use the emulator backend on this machine");
+                  "the K210 hardware KPU backend reaches the chip only in board builds (compiled with "
+                  "OKPU_HAVE_K210_HW); use the emulator backend on this machine");
         return NULL;
 #endif
     }

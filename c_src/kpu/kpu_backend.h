@@ -33,12 +33,18 @@ kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err);
  * OKPU_EMU_REFERENCE=1). */
 kpu_backend *kpu_emu_create_reference(const okpu_options *opts, okpu_error *err);
 
+/* The K210's KPU driven through `port` (kpu_k210.c): the board's register block, or a simulated peripheral in the
+ * host tests. The backend does not own the port; it must outlive the backend. */
+kpu_backend *kpu_k210_create_on(const okpu_k210_port *port, const okpu_options *opts, okpu_error *err);
+
 #ifdef OKPU_HAVE_K210_HW
-/* The K210's own KPU (board builds only). */
+/* The chip's own KPU (board builds only). */
+const okpu_k210_port *okpu_k210_board_port(void);
 kpu_backend *kpu_k210_create(const okpu_options *opts, okpu_error *err);
 #endif
 
-/* Backend selected by opts->backend. The K210 backend exists only in board builds (OKPU_HAVE_K210_HW). */
+/* Backend selected by opts->backend. OKPU_BACKEND_K210 uses opts->k210_port, or the board's own KPU in board builds
+ * (OKPU_HAVE_K210_HW). */
 kpu_backend *kpu_backend_create(const okpu_options *opts, okpu_error *err);
 
 #endif

@@ -169,6 +169,9 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
     opts.v3_quant_round = (okpu_round_mode)args[ARG_v3_quant_round].u_int;
     opts.v4_quant_round = (okpu_round_mode)args[ARG_v4_quant_round].u_int;
     opts.mean_border = (okpu_mean_border_mode)args[ARG_mean_border].u_int;
+    #ifdef OKPU_HAVE_K210_HW
+    opts.backend = OKPU_BACKEND_K210; /* a board build runs layers on the chip's KPU (SYSCTL_CLOCK_AI enabled) */
+    #endif
 
     /* The object exists before the core allocates, so every block is reachable from it at all times. */
     kpu_model_obj_t *self = mp_obj_malloc_with_finaliser(kpu_model_obj_t, type);
