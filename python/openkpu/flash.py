@@ -16,7 +16,12 @@ file, set with `KPU.set_flash_image(path)` or the environment variable `OPENKPU_
 `FlashImage.read(address, size)` returns exactly `size` bytes (0xFF past the written areas); `size()` is one past
 the last written byte. Overlapping entries in a kfpkg are refused (on a board the later one silently corrupts the
 earlier one).
+
+Shared with the flashing tool (`openkpu.flashing`): `read_kfpkg(path)` lists a package's files as
+`KfpkgEntry(address, name, data, sha256_prefix)`, and `flashed_bytes(data, sha256_prefix)` is what lands in flash for
+one of them.
 """
+import collections
 import hashlib
 import json
 import os
@@ -25,7 +30,57 @@ import zipfile
 
 ERASED = 0xFF
 
-__all__ = ["FlashImage", "open_image"]
+__all__ = ["FlashImage", "open_image", "read_kfpkg", "KfpkgEntry", "flashed_bytes", "sha256_prefixed",
+           "SHA256_PREFIX_OVERHEAD"]
+
+
+SHA256_PREFIX_OVERHEAD = 1 + 4 + 32  # flag byte, u32 length, SHA-256
+
+
+class KfpkgEntry(collections.namedtuple("KfpkgEntry", "address name data sha256_prefix")):
+    """One file of a .kfpkg: its flash address, member name, raw bytes, and whether kflash prefixes it."""
+
+
+def sha256_prefixed(data, flag=0):
+    """The bytes kflash writes for a `"sha256Prefix": true` file (firmware): flag byte, u32 LE length, the data,
+    then the SHA-256 of those three. (kflash 1.1.6 sets flag bit 1, value 0x02, in its default DIO mode.)"""
+    head = struct.pack("<BI", flag, len(data)) + bytes(data)
+    return head + hashlib.sha256(head).digest()
+
+
+def flashed_bytes(data, sha256_prefix, flag=0):
+    """What lands in flash for a kfpkg file: the prefixed layout for firmware, the raw bytes otherwise."""
+    return sha256_prefixed(data, flag) if sha256_prefix else bytes(data)
+
+
+def read_kfpkg(path):
+    """[KfpkgEntry] of a .kfpkg in flash-list.json order; ValueError naming the problem for a malformed package."""
+    path = os.fspath(path)
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        if "flash-list.json" not in names:
+            raise ValueError("%s: not a kfpkg (no flash-list.json in the zip; members: %s)"
+                             % (path, ", ".join(names[:8])))
+        try:
+            spec = json.loads(z.read("flash-list.json").decode("utf-8"))
+        except ValueError as e:
+            raise ValueError("%s: flash-list.json is not valid JSON: %s" % (path, e))
+        files = spec.get("files") if isinstance(spec, dict) else None
+        if not isinstance(files, list):
+            raise ValueError("%s: flash-list.json has no \"files\" list" % path)
+        entries = []
+        for entry in files:
+            try:
+                addr = int(entry["address"])
+                name = entry["bin"]
+            except (KeyError, TypeError, ValueError):
+                raise ValueError("%s: flash-list.json entry %r needs \"address\" (int) and \"bin\"" % (path, entry))
+            if name not in names:
+                raise ValueError("%s: flash-list.json names %r, which is not in the package" % (path, name))
+            if addr < 0:
+                raise ValueError("%s: negative flash address %d for %s" % (path, addr, name))
+            entries.append(KfpkgEntry(addr, name, z.read(name), bool(entry.get("sha256Prefix"))))
+    return entries
 
 
 class FlashImage(object):
@@ -44,35 +99,7 @@ class FlashImage(object):
             self._size = os.path.getsize(self.path)
 
     def _load_kfpkg(self):
-        with zipfile.ZipFile(self.path) as z:
-            names = z.namelist()
-            if "flash-list.json" not in names:
-                raise ValueError("%s: not a kfpkg (no flash-list.json in the zip; members: %s)"
-                                 % (self.path, ", ".join(names[:8])))
-            try:
-                spec = json.loads(z.read("flash-list.json").decode("utf-8"))
-            except ValueError as e:
-                raise ValueError("%s: flash-list.json is not valid JSON: %s" % (self.path, e))
-            files = spec.get("files") if isinstance(spec, dict) else None
-            if not isinstance(files, list):
-                raise ValueError("%s: flash-list.json has no \"files\" list" % self.path)
-            segs = []
-            for entry in files:
-                try:
-                    addr = int(entry["address"])
-                    name = entry["bin"]
-                except (KeyError, TypeError, ValueError):
-                    raise ValueError("%s: flash-list.json entry %r needs \"address\" (int) and \"bin\"" %
-                                     (self.path, entry))
-                if name not in names:
-                    raise ValueError("%s: flash-list.json names %r, which is not in the package" % (self.path, name))
-                data = z.read(name)
-                if entry.get("sha256Prefix"):
-                    head = struct.pack("<BI", 0, len(data)) + data
-                    data = head + hashlib.sha256(head).digest()
-                if addr < 0:
-                    raise ValueError("%s: negative flash address %d for %s" % (self.path, addr, name))
-                segs.append((addr, data, name))
+        segs = [(e.address, flashed_bytes(e.data, e.sha256_prefix), e.name) for e in read_kfpkg(self.path)]
         segs.sort(key=lambda s: s[0])
         for (a0, d0, n0), (a1, _d1, n1) in zip(segs, segs[1:]):
             if a0 + len(d0) > a1:
