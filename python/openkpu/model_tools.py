@@ -353,14 +353,15 @@ def load_flash_cost(mem, totals, buffers):
 
 
 def model_cost(path, budget):
+    """What one model costs. No KPU RAM verdict: the loader refuses a model whose feature maps do not fit the
+    2 MiB, so every model that loads fits it, and each forward reuses it (nothing adds up across models)."""
     data, model = open_model(path)
     info = describe(path, data, model)
     mem, totals = info["memory"], info["totals"]
-    kpu_fits = mem["kpu_rows_used"] <= KPU_RAM_ROWS and mem["kpu_row_hi"] <= KPU_RAM_ROWS
     return {"file": path, "version": info["version"], "sram_total": mem["sram_total"],
             "model_alloc": mem["model_alloc"], "main_mem": mem["main_mem"], "context_bytes": mem["context_bytes"],
             "kpu_rows_used": mem["kpu_rows_used"], "kpu_row_lo": mem["kpu_row_lo"], "kpu_row_hi": mem["kpu_row_hi"],
-            "kpu_fits": kpu_fits, "fits_alone": kpu_fits and mem["sram_total"] <= budget["for_models"],
+            "fits_alone": mem["sram_total"] <= budget["for_models"],
             "over_bytes": max(0, mem["sram_total"] - budget["for_models"]),
             "tables_bytes": totals["tables_bytes"],
             "largest_body": totals["largest_body"]["bytes"] if totals["largest_body"] else 0,
@@ -369,8 +370,7 @@ def model_cost(path, budget):
 
 
 def fits_together(group, budget):
-    return (len(group) <= MAX_LOADED_MODELS and all(m["kpu_fits"] for m in group)
-            and sum(m["sram_total"] for m in group) <= budget["for_models"])
+    return len(group) <= MAX_LOADED_MODELS and sum(m["sram_total"] for m in group) <= budget["for_models"]
 
 
 def maximal_groups(models, budget, limit=12):
@@ -391,7 +391,7 @@ def first_failing_load(models, budget):
     used = 0
     for i, m in enumerate(models):
         used += m["sram_total"]
-        if i >= MAX_LOADED_MODELS or not m["kpu_fits"] or used > budget["for_models"]:
+        if i >= MAX_LOADED_MODELS or used > budget["for_models"]:
             return i
     return None
 
@@ -399,11 +399,9 @@ def first_failing_load(models, budget):
 def advice_for_model(m, budget):
     """What to do when one model alone does not fit."""
     tips = []
-    if not m["kpu_fits"]:
-        return ["%s: its feature maps need KPU RAM rows up to %d, the KPU has %d: recompile it with a smaller "
-                "input or fewer channels" % (m["file"], m["kpu_row_hi"], KPU_RAM_ROWS)]
     over = m["over_bytes"]
-    for buffers, key in ((1, "load_flash_one_buffer"), (2, "load_flash_two_buffers")):
+    # two buffers first: the next bodies are read while the KPU runs, so it is the faster way when it fits
+    for buffers, key in ((2, "load_flash_two_buffers"), (1, "load_flash_one_buffer")):
         if m[key] <= budget["for_models"]:
             tips.append("load it with kpu.load_flash(addr, %d, ...): layer bodies are streamed from flash, it "
                         "then needs about %s (largest body %d B x %d, header/tables %d B, main buffer %d B, "
@@ -464,8 +462,8 @@ def format_budget(b):
             "  - firmware          %s: %s" % (human_bytes(b["firmware_bytes"]), b["firmware_source"]),
             "  - GC heap           %s: Maix.utils.gc_heap_size()" % human_bytes(b["gc_heap"]),
             "  = for models        %s: the system heap kpu.load allocates from" % human_bytes(b["for_models"]),
-            "  KPU RAM per model   %d rows of %d B (2 MiB), reused by every forward" % (b["kpu_rows"],
-                                                                                       KPU_ROW_BYTES)]
+            "  KPU RAM per model   %d rows of %d B (2 MiB), reused by every forward: not summed (the loader "
+            "refuses a model whose maps do not fit)" % (b["kpu_rows"], KPU_ROW_BYTES)]
 
 
 def format_model_rows(models):
@@ -474,8 +472,7 @@ def format_model_rows(models):
                                                 "KPU rows", "alone")
     lines = ["Models", head]
     for m in models:
-        verdict = "fits" if m["fits_alone"] else ("DOES NOT FIT (%d B over)" % m["over_bytes"] if m["kpu_fits"]
-                                                  else "DOES NOT FIT (KPU RAM)")
+        verdict = "fits" if m["fits_alone"] else "DOES NOT FIT (%d B over)" % m["over_bytes"]
         lines.append("  %-*s %10d %12d %9d %8d %8d  %s" % (width, m["file"], m["sram_total"], m["model_alloc"],
                                                           m["main_mem"], m["context_bytes"], m["kpu_rows_used"],
                                                           verdict))
