@@ -59,7 +59,7 @@ KFLASH_REQUIREMENT = "kflash==1.1.6"
 EXIT_OK, EXIT_FLASH_FAILED, EXIT_BAD_PLAN = 0, 1, 2
 
 __all__ = ["main", "make_plan", "write_kfpkg", "flash_list_json", "flash_with_kflash", "Plan", "Segment",
-           "PlanError", "FlashFailed", "swap_words", "next_free_address", "parse_size"]
+           "PlanError", "FlashFailed", "next_free_address", "parse_size"]
 
 
 class PlanError(Exception):
@@ -289,25 +289,21 @@ def _placed(seg, suggested):
 
 # ---- models ---------------------------------------------------------------------------------------------------------
 
-def swap_words(data):
-    """Reverse the bytes of every 32-bit word (a short tail is zero-padded), as MaixPy's model_le2be.py does."""
-    padded = bytes(data) + b"\0" * (-len(data) % 4)
-    out = bytearray(len(padded))
-    for i in range(4):
-        out[i::4] = padded[3 - i::4]
-    return bytes(out)
-
-
 def model_version_or_error(data):
     """(kmodel version, None) if the loader accepts `data`, else (None, the loader's message)."""
-    import _kpu
-    try:
-        model = _kpu.Model(data)
-    except (ValueError, OSError) as e:
-        return None, str(e)
+    from openkpu.model_tools import try_load  # imports _kpu: only when there is a model to check
+    model, error = try_load(data)
+    if model is None:
+        return None, error
     version = model.version()
     model.free()
     return version, None
+
+
+def swapped(data):
+    """`data` with the bytes of every 32-bit word reversed, as MaixPy's model_le2be.py prepares load_flash models."""
+    from openkpu.model_tools import swap_words
+    return swap_words(data)
 
 
 def check_model(seg):
@@ -316,7 +312,7 @@ def check_model(seg):
     if error is None:
         seg.note = "kmodel v%d, for kpu.load(0x%x)" % (version, seg.address)
         return None, None
-    swapped_version, _ = model_version_or_error(swap_words(seg.data))
+    swapped_version, _ = model_version_or_error(swapped(seg.data))
     if swapped_version is not None:
         seg.note = "kmodel v%d word-swapped, for kpu.load_flash(0x%x, ...)" % (swapped_version, seg.address)
         return None, ("%s is word-swapped for kpu.load_flash (its 32-bit-word byte swap is a valid kmodel): "
