@@ -178,7 +178,18 @@ def main(argv=None):
     p.add_argument("--flash", help="SPI-flash image for kpu.load(offset): a .kfpkg or a .bin dump")
     p.add_argument("--sd", help="folder that stands for the SD card: the script's /sd/... paths open files there")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    sub.add_parser("inspect", help="format, inputs, outputs, layers, MACs and memory of a .kmodel", add_help=False)
+    sub.add_parser("fit", help="will these models fit on a K210, alone and together?", add_help=False)
+    sub.add_parser("swap", help="word-swap a model for kpu.load_flash (or --check / --unswap)", add_help=False)
+    sub.add_parser("flash", add_help=False,
+                   help="check a flash layout, pack a .kfpkg, or flash a board with kflash (openkpu flash -h)")
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("inspect", "fit", "swap"):  # the kmodel tools have their own parser
+        from openkpu.model_tools import main as model_tools_main
+        return model_tools_main(argv, prog="openkpu")
+    if argv and argv[0] == "flash":  # `openkpu flash write|pack ...`: see openkpu.flashing
+        from openkpu.flashing import main as flash_main
+        return flash_main(argv[1:], prog="openkpu flash")
     script_args = []
     if "--" in argv:  # everything after `--` goes to the script
         cut = argv.index("--")
