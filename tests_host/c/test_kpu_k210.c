@@ -245,7 +245,7 @@ static void compare_model(const char *path, int required)
     data = read_file(path, &size);
     if (!data) {
         CHECK(!required, "%s: cannot read", path);
-        printf("skipped (not found, set OKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
         return;
     }
     sim_init(&sim, &port);
@@ -288,7 +288,7 @@ static void test_models(void)
         "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "yolo2_voc20_v3_nncase_rc5/yolo.kmodel",
         "yolo2_voc20_v4_nncase/yolo.kmodel", "yolo2_voc20_v4_nncase/yolo_v0.2.0-alpha1_cpu_maxpool.kmodel",
         "mnist_v3_maixpy/mnist.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel"};
-    const char *root = getenv("OKPU_TESTDATA");
+    const char *root = getenv("OPENKPU_TESTDATA");
     char path[512];
     size_t i;
 
