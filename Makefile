@@ -91,7 +91,10 @@ SAN_TOOLS := $(SAN_DIR)/okpu_run
 
 $(SAN_DIR)/%: tests_host/c/%.c tests_host/c/ctest.h $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(SAN_DIR)
-	$(CC) $(CSTD) $(SAN) -Ic_src -o $@ $< $(CORE_SRC) -lm
+	$(CC) $(CSTD) $(SAN) $(CTEST_DEFS) -Ic_src -o $@ $< $(CORE_SRC) -lm
+
+# The board's port, compiled as a board build compiles it; the test only inspects its addresses.
+$(SAN_DIR)/test_kpu_k210_board: CTEST_DEFS := -DOKPU_HAVE_K210_HW
 
 ctest-build: $(CTESTS) $(SAN_TOOLS)
 

@@ -184,10 +184,14 @@ kpu_backend *kpu_k210_create_on(const okpu_k210_port *port, const okpu_options *
 }
 
 #ifdef OKPU_HAVE_K210_HW
-/* The chip: AI register block at 0x40800000, KPU RAM at 0x80600000 (cached alias), and the KPU addressing main
- * SRAM at (CPU address - 0x40000000) as the SDK patches it. The caller enables SYSCTL_CLOCK_AI beforehand. */
+/* The chip: AI register block at 0x40800000, KPU RAM through its uncached alias 0x40600000, and the KPU addressing
+ * main SRAM at (CPU address - 0x40000000) as the SDK patches it. The caller enables SYSCTL_CLOCK_AI beforehand.
+ * Uncached because the KPU reads and writes that RAM behind the CPU's data cache: through the cached alias
+ * (0x80600000) an uploaded input could still sit in the cache when the KPU reads it, and a download could return
+ * stale lines of an earlier run. The SDK (AI_IO_BASE_ADDR, USE_CACHED_AI_RAM 0) and nncase's K210 runtime use
+ * 0x40600000 for the same reason. */
 #define K210_AI_BASE 0x40800000u
-#define K210_KPU_RAM 0x80600000u
+#define K210_KPU_RAM 0x40600000u
 #define K210_IOMEM 0x40000000u
 #define K210_SRAM_LO 0x80000000u
 #define K210_SRAM_HI 0x80600000u
