@@ -241,6 +241,13 @@ def test_argument_errors_are_exit_2(files, capsys):
     assert "bad address after '@'" in capsys.readouterr().err
 
 
+def test_pack_to_a_path_it_cannot_write_is_exit_2_without_a_traceback(files, tmp_path, capsys):
+    for output in (tmp_path / "no-such-folder" / "p.kfpkg", tmp_path):  # a missing folder, a directory
+        assert flashing.main(["pack", "-o", str(output), files["fw"]]) == 2
+        assert "error: cannot write %s: " % output in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(os.path.basename(f) for f in files.values())
+
+
 # ---- helpers ---------------------------------------------------------------------------------------------------------
 
 def test_parse_size_and_next_free_address():

@@ -543,7 +543,11 @@ def main(argv=None, prog=None):
     for warning in plan.warnings:
         print("warning: %s" % warning, file=err)
     if args.command == "pack":
-        write_kfpkg(plan, args.output)
+        try:
+            write_kfpkg(plan, args.output)
+        except OSError as e:  # a missing folder, a directory, no permission: a bad -o, not a crash
+            print("error: cannot write %s: %s" % (args.output, e.strerror or e), file=err)
+            return EXIT_BAD_PLAN
         print("wrote %s" % args.output, file=out)
         return EXIT_OK
     if args.dry_run:
