@@ -198,6 +198,14 @@ def test_overlap_suggestions_do_not_collide_with_each_other(files, tmp_path, cap
     assert suggestions == ["0x30000", "0x40000"]
 
 
+def test_a_model_at_0_moves_and_the_firmware_stays_whatever_the_order(files, tmp_path, capsys):
+    for items in ([files["model"] + "@0", files["fw"]], [files["fw"], files["model"] + "@0"]):
+        err = run_pack_expecting_errors(items, tmp_path, capsys)
+        assert re.search(r"digits\.kmodel at 0x000000\.\.0x0019c8 overlaps \S*maixpy\.bin .*next free 64 KiB-aligned "
+                         r"address for \S*digits\.kmodel is 0x30000", err)
+        assert "address for %s" % files["fw"] not in err
+
+
 def test_overlap_with_a_merged_kfpkg_names_the_package_member(files, tmp_path, capsys):
     package = str(tmp_path / "m.kfpkg")
     assert flashing.main(["pack", "-o", package, files["model"] + "@0x300000"]) == 0

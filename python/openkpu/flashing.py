@@ -246,8 +246,9 @@ def next_free_address(size, occupied, start, flash_size, align=SUGGEST_ALIGN):
 
 
 def check_overlaps(segments, flash_size):
-    """One message per overlapping pair; the higher file of each pair is the one to move."""
-    ordered = sorted(segments, key=lambda s: (s.address, s.order))
+    """One message per overlapping pair; the higher file of each pair is the one to move. Of two files at one
+    address the firmware stays (the boot ROM reads it at 0 only), then the one named first."""
+    ordered = sorted(segments, key=lambda s: (s.address, not s.sha256_prefix, s.order))
     pairs = []
     for i, low in enumerate(ordered):
         for high in ordered[i + 1:]:
