@@ -241,6 +241,21 @@ def test_every_problem_is_reported_at_once(files, tmp_path, capsys):
     assert "nothing was written (5 problems)" in err
 
 
+def test_a_folder_and_an_unreadable_file_are_reported_not_raised(files, tmp_path, capsys, monkeypatch):
+    err = run_pack_expecting_errors([str(tmp_path) + "@0x300000"], tmp_path, capsys)
+    assert "%s is a folder" % tmp_path in err and "no such file" not in err
+    real_open = open
+
+    def no_permission(path, *args, **kwargs):
+        if str(path) == files["blob"]:
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", no_permission)
+    err = run_pack_expecting_errors([files["blob"] + "@0x300000"], tmp_path, capsys)
+    assert "blob.bin: cannot read it: Permission denied" in err
+
+
 def test_argument_errors_are_exit_2(files, capsys):
     assert flashing.main(["write"]) == 2
     assert flashing.main(["pack", files["fw"]]) == 2  # no -o

@@ -175,12 +175,13 @@ def is_kmodel(name):
 def segments_from_item(text, order):
     """The segments one command-line item stands for (several for a .kfpkg)."""
     path, address = split_item(text)
+    if os.path.isdir(path):
+        raise PlanError(["%s is a folder: name the files to flash" % path])
     if not os.path.isfile(path):
         raise PlanError(["%s: no such file" % path])
     if is_kfpkg(path):
         return _segments_from_kfpkg(path, address, order)
-    with open(path, "rb") as f:
-        data = f.read()
+    data = _read(path)
     if address is None:
         if not path.lower().endswith(".bin"):
             raise PlanError(["%s: give its flash address, e.g. %s@0x300000 (only a firmware .bin defaults to 0)"
@@ -190,12 +191,20 @@ def segments_from_item(text, order):
     return [Segment(path, os.path.basename(path), address, data, firmware, order)]
 
 
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:  # e.g. no permission: reported with the other problems
+        raise PlanError(["%s: cannot read it: %s" % (path, e.strerror or e)])
+
+
 def _segments_from_kfpkg(path, address, order):
     if address is not None:
         raise PlanError(["%s: a .kfpkg carries its own addresses (flash-list.json); give it without @ADDRESS" % path])
     try:
         entries = read_kfpkg(path)
-    except (ValueError, zipfile.BadZipFile) as e:
+    except (ValueError, zipfile.BadZipFile, OSError) as e:
         raise PlanError(["%s: cannot read the package: %s" % (path, e)])
     base = os.path.basename(path)
     return [Segment("%s:%s" % (base, e.name), e.name, e.address, e.data, e.sha256_prefix, order) for e in entries]
