@@ -3,6 +3,7 @@
 The fake board (fake_k210_isp.FakeK210) answers kflash's ISP protocol on a pseudo-terminal and records every flash
 write; the end-to-end tests compare its whole flash, byte for byte, with what the plan says should be there.
 """
+import io
 import json
 import os
 import pathlib
@@ -254,6 +255,20 @@ def test_a_folder_and_an_unreadable_file_are_reported_not_raised(files, tmp_path
     monkeypatch.setattr("builtins.open", no_permission)
     err = run_pack_expecting_errors([files["blob"] + "@0x300000"], tmp_path, capsys)
     assert "blob.bin: cannot read it: Permission denied" in err
+
+
+def test_a_damaged_package_is_reported_not_raised(testdata, tmp_path, capsys):
+    """A byte flipped in the deflate stream of the model (zlib.error, not BadZipFile, in zipfile)."""
+    data = bytearray(testdata("face_detect_yolo2_v3_maixpy", "face_model_at_0x300000.kfpkg").read_bytes())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as z:
+        member = z.getinfo("facedetect.kmodel")
+    data[member.header_offset + 30 + len(member.filename) + len(member.extra)] ^= 0xFF  # first compressed byte
+    damaged = tmp_path / "damaged.kfpkg"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="cannot extract facedetect.kmodel"):
+        FlashImage(str(damaged))
+    err = run_pack_expecting_errors([str(damaged)], tmp_path, capsys)
+    assert "damaged.kfpkg: cannot read the package: " in err and "cannot extract facedetect.kmodel" in err
 
 
 def test_argument_errors_are_exit_2(files, capsys):

@@ -27,6 +27,7 @@ import json
 import os
 import struct
 import zipfile
+import zlib
 
 ERASED = 0xFF
 
@@ -53,6 +54,14 @@ def flashed_bytes(data, sha256_prefix, flag=0):
     return sha256_prefixed(data, flag) if sha256_prefix else bytes(data)
 
 
+def _read_member(z, path, name):
+    """A member's bytes; ValueError when its zip data is damaged (bad CRC, broken deflate stream, cut short)."""
+    try:
+        return z.read(name)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+        raise ValueError("%s: cannot extract %s: %s" % (path, name, e))
+
+
 def read_kfpkg(path):
     """[KfpkgEntry] of a .kfpkg in flash-list.json order; ValueError naming the problem for a malformed package."""
     path = os.fspath(path)
@@ -62,7 +71,7 @@ def read_kfpkg(path):
             raise ValueError("%s: not a kfpkg (no flash-list.json in the zip; members: %s)"
                              % (path, ", ".join(names[:8])))
         try:
-            spec = json.loads(z.read("flash-list.json").decode("utf-8"))
+            spec = json.loads(_read_member(z, path, "flash-list.json").decode("utf-8"))
         except ValueError as e:
             raise ValueError("%s: flash-list.json is not valid JSON: %s" % (path, e))
         files = spec.get("files") if isinstance(spec, dict) else None
@@ -79,7 +88,7 @@ def read_kfpkg(path):
                 raise ValueError("%s: flash-list.json names %r, which is not in the package" % (path, name))
             if addr < 0:
                 raise ValueError("%s: negative flash address %d for %s" % (path, addr, name))
-            entries.append(KfpkgEntry(addr, name, z.read(name), bool(entry.get("sha256Prefix"))))
+            entries.append(KfpkgEntry(addr, name, _read_member(z, path, name), bool(entry.get("sha256Prefix"))))
     return entries
 
 
