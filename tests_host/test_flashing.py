@@ -271,6 +271,21 @@ def test_a_damaged_package_is_reported_not_raised(testdata, tmp_path, capsys):
     assert "damaged.kfpkg: cannot read the package: " in err and "cannot extract facedetect.kmodel" in err
 
 
+def test_sha256_prefix_is_read_as_kflash_reads_it(tmp_path):
+    """kflash prefixes a file only when sha256Prefix == True: a quoted "false" (or "true") is written raw."""
+    package = tmp_path / "quoted.kfpkg"
+    with zipfile.ZipFile(str(package), "w") as z:
+        z.writestr("flash-list.json", '{"version": "0.1.0", "files": ['
+                   '{"address": 0, "bin": "a.bin", "sha256Prefix": "false"}, '
+                   '{"address": 4096, "bin": "b.bin", "sha256Prefix": true}, '
+                   '{"address": 8192, "bin": "c.bin", "sha256Prefix": 0}]}')
+        for name in ("a.bin", "b.bin", "c.bin"):
+            z.writestr(name, name.encode() * 10)
+    assert [e.sha256_prefix for e in read_kfpkg(package)] == [False, True, False]
+    image = FlashImage(str(package))
+    assert image.read(0, 50) == b"a.bin" * 10 and image.read(8192, 50) == b"c.bin" * 10
+
+
 def test_argument_errors_are_exit_2(files, capsys):
     assert flashing.main(["write"]) == 2
     assert flashing.main(["pack", files["fw"]]) == 2  # no -o

@@ -62,6 +62,12 @@ def _read_member(z, path, name):
         raise ValueError("%s: cannot extract %s: %s" % (path, name, e))
 
 
+def _kflash_prefixes(entry):
+    """Whether kflash writes this file behind the boot header. kflash tests `sha256Prefix == True`, so a quoted
+    "false" (or "true") is written raw: read it the same way, or the image and a repacked kfpkg would differ."""
+    return entry.get("sha256Prefix") == True  # noqa: E712 (kflash's own comparison)
+
+
 def read_kfpkg(path):
     """[KfpkgEntry] of a .kfpkg in flash-list.json order; ValueError naming the problem for a malformed package."""
     path = os.fspath(path)
@@ -88,7 +94,7 @@ def read_kfpkg(path):
                 raise ValueError("%s: flash-list.json names %r, which is not in the package" % (path, name))
             if addr < 0:
                 raise ValueError("%s: negative flash address %d for %s" % (path, addr, name))
-            entries.append(KfpkgEntry(addr, name, _read_member(z, path, name), bool(entry.get("sha256Prefix"))))
+            entries.append(KfpkgEntry(addr, name, _read_member(z, path, name), _kflash_prefixes(entry)))
     return entries
 
 
