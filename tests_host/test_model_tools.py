@@ -4,6 +4,7 @@ Self-made models (openkpu.kmodel_writer / kmodel_writer_v4) make every command t
 the real models in ../shared/testdata (skipped when absent) are checked against their *.header.txt dumps and the
 word-swapped face detector MaixPy ships for load_flash.
 """
+import argparse
 import ast
 import json
 import os
@@ -424,9 +425,16 @@ def test_fit_budget_options(tmp_path, capsys, argv, room):
 
 
 @pytest.mark.parametrize("text,value", [("524288", 524288), ("0x80000", 524288), ("512K", 524288),
-                                        ("512KiB", 524288), ("1.5M", 1572864), ("2MiB", 2 * MIB), ("64b", 64)])
+                                        ("512KiB", 524288), ("1.5M", 1572864), ("2MiB", 2 * MIB), ("64b", 64),
+                                        ("0x1B", 27), ("0xAB", 171), ("512KB", 524288), (" 1 M ", MIB)])
 def test_parse_size(text, value):
     assert tools.parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "-1", "12Q", "1e3", "infK", "nanK", "0x", "K", "0x1G"])
+def test_parse_size_refuses(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="not a size"):
+        tools.parse_size(text)
 
 
 def test_fit_bad_options(tmp_path, capsys):

@@ -32,6 +32,7 @@ import array
 import itertools
 import json
 import os
+import re
 import sys
 
 import _kpu
@@ -315,20 +316,19 @@ def cmd_inspect(args, out):
 # Will it fit (fit)
 
 
+# a hex number (its digits may end in B: 0x1B is 27), or a decimal one; then K or M, then B / iB
+_SIZE = re.compile(r"(0x[0-9a-f]+|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([km]?)(?:i?b)?", re.IGNORECASE)
+
+
 def parse_size(text):
     """Byte count from '524288', '0x80000', '512K', '512KiB', '1.5M', '2MiB'."""
-    s = text.strip().upper().replace("IB", "").rstrip("B")
-    scale = 1
-    if s and s[-1] in "KM":
-        scale = KIB if s[-1] == "K" else MIB
-        s = s[:-1]
-    try:
-        value = int(s, 0) if scale == 1 else float(s) * scale
-    except ValueError:
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
         raise argparse.ArgumentTypeError("not a size: %r (examples: 524288, 0x80000, 512K, 1.5M)" % text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("a size must be >= 0, got %r" % text)
-    return int(value)
+    number, scale = match.group(1), {"": 1, "K": KIB, "M": MIB}[match.group(2).upper()]
+    if number.lower().startswith("0x"):
+        return int(number, 16) * scale
+    return int(float(number) * scale)
 
 
 def board_budget(firmware, firmware_bytes, gc_heap):
