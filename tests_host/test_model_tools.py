@@ -409,6 +409,9 @@ def test_fit_more_than_five_models(tmp_path, capsys):
     assert report["together"]["first_failing_load"] == 5
     assert report["groups"] and all(len(g) == 5 for g in report["groups"])
     assert any("at most 5 models" in tip for tip in report["advice"])
+    rc, out, _ = run_tool(capsys, "fit", *([path] * 6))
+    assert rc == 1 and "Verdict: DOES NOT FIT (6 models, MaixPy loads at most 5 at once)" in out
+    assert "B over" not in out  # memory is not the problem
 
 
 @pytest.mark.parametrize("argv,room", [

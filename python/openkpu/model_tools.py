@@ -497,12 +497,22 @@ def format_together(report):
     return lines
 
 
+def misfit_reasons(report):
+    """Why the models do not fit: bytes over the budget, more models than MaixPy loads, or both."""
+    b, t = report["budget"], report["together"]
+    reasons = []
+    if t["spare_bytes"] < 0:
+        reasons.append("%d B over the %d B for models" % (-t["spare_bytes"], b["for_models"]))
+    if t["count"] > MAX_LOADED_MODELS:
+        reasons.append("%d models, MaixPy loads at most %d at once" % (t["count"], MAX_LOADED_MODELS))
+    return reasons
+
+
 def format_verdict(report):
     b, t = report["budget"], report["together"]
     if report["fits"]:
         return ["", "Verdict: FITS (%d B to spare of %d B for models)" % (t["spare_bytes"], b["for_models"])]
-    return ["", "Verdict: DOES NOT FIT (%d B over the %d B for models)" % (max(0, -t["spare_bytes"]),
-                                                                          b["for_models"]),
+    return ["", "Verdict: DOES NOT FIT (%s)" % "; ".join(misfit_reasons(report)),
             "What to do:"] + ["  " + a for a in report["advice"]]
 
 
