@@ -286,6 +286,65 @@ def test_sha256_prefix_is_read_as_kflash_reads_it(tmp_path):
     assert image.read(0, 50) == b"a.bin" * 10 and image.read(8192, 50) == b"c.bin" * 10
 
 
+def test_planner_refusals_name_the_file_and_the_reason(files, tmp_path, capsys):
+    empty = tmp_path / "empty.kmodel"
+    empty.write_bytes(b"")
+    package = str(tmp_path / "m.kfpkg")
+    assert flashing.main(["pack", "-o", package, files["model"] + "@0x300000"]) == 0
+    err = run_pack_expecting_errors([str(empty) + "@0x300000"], tmp_path, capsys)
+    assert "empty.kmodel is empty (0 bytes): nothing to flash" in err
+    err = run_pack_expecting_errors([package + "@0x400000"], tmp_path, capsys)
+    assert "m.kfpkg: a .kfpkg carries its own addresses (flash-list.json); give it without @ADDRESS" in err
+    err = run_pack_expecting_errors([files["blob"] + "@0x1000", "--flash-size", "64K"], tmp_path, capsys)
+    assert "blob.bin at 0x001000..0x01a000 (102400 bytes) ends past the end of the 64 KiB flash (0x10000); it is " \
+           "larger than the whole flash" in err
+    err = run_pack_expecting_errors([files["blob"] + "@0x1000", files["model"] + "@0x10000", "--flash-size", "128K"],
+                                    tmp_path, capsys)
+    assert re.search(r"digits\.kmodel at 0x010000\.\.0x0119c8 overlaps \S*blob\.bin .*; no free 64 KiB-aligned room "
+                     r"for \S*digits\.kmodel \(6600 bytes\) above it in the 128 KiB flash", err)
+
+
+def test_a_model_at_0_is_planned_with_a_boot_warning(files, tmp_path, capsys):
+    assert flashing.main(["pack", "-o", str(tmp_path / "p.kfpkg"), files["model"] + "@0"]) == 0
+    assert re.search(r"warning: \S*digits\.kmodel is at address 0, where the boot ROM looks for firmware",
+                     capsys.readouterr().err)
+
+
+def test_dry_run_command_carries_board_and_slow_mode(files, capsys):
+    assert flashing.main(["write", "--dry-run", "-p", "/dev/ttyUSB0", "-B", "goE", "-S", files["fw"]]) == 0
+    assert "kflash -p /dev/ttyUSB0 -b 115200 -B goE -S -n PLAN.kfpkg" in capsys.readouterr().out
+
+
+class _Log(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+def test_kflash_output_off_a_terminal_drops_the_redrawn_bar_and_prints_quarters():
+    log = _Log(tty=False)
+    output = flashing.KflashOutput(log)
+    output.log("[INFO]", "Greeting", end="")
+    output.log(".", end="")
+    output.log()  # ends the greeting line: kept
+    output.log("\rProgramming BIN: |===| 50.0%", end="\r")  # the redrawn bar: dropped
+    output.log()  # the newline closing the bar: dropped
+    for done in (10, 25, 30, 60, 100):
+        output.progress("m.kmodel", done, 100)
+    assert log.getvalue() == ("[INFO] Greeting.\n"
+                              "[flash] m.kmodel: 25 of 100 bytes (25%)\n"
+                              "[flash] m.kmodel: 60 of 100 bytes (60%)\n"
+                              "[flash] m.kmodel: 100 of 100 bytes (100%)\n")
+    terminal = _Log(tty=True)
+    output = flashing.KflashOutput(terminal)
+    output.log("bar", end="\r")
+    output.progress("m.kmodel", 100, 100)  # kflash's own bar shows progress on a terminal
+    assert terminal.getvalue() == "bar\r"
+
+
 def test_argument_errors_are_exit_2(files, capsys):
     assert flashing.main(["write"]) == 2
     assert flashing.main(["pack", files["fw"]]) == 2  # no -o
