@@ -465,6 +465,18 @@ def test_fit_real_models(testdata, capsys):
     assert rc == 0 and "Verdict: FITS" in out
 
 
+def test_fit_advice_only_suggests_what_is_enough(testdata, capsys):
+    """MobileNet with a 1.5 MiB GC heap is 2235848 B over the 1 MiB left by the full firmware: the minimum firmware
+    (2 MiB more) is not enough, minimum-no-camera (3 MiB more) is; no GC heap size can absorb it."""
+    mbnet = testdata("mobilenetv1_0.75_v3_maixemc", "mbnetv1.kmodel")
+    sram = _kpu.Model(mbnet.read_bytes()).memory()["sram_total"]
+    rc, report, _ = run_json(capsys, "fit", mbnet, "--heap", "1.5M")
+    assert rc == 1 and report["models"][0]["over_bytes"] == sram - MIB
+    advice = "\n".join(report["advice"])
+    assert "--firmware minimum-no-camera" in advice and "--firmware minimum)" not in advice
+    assert "gc_heap_size" not in advice
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # swap
 
