@@ -8,11 +8,11 @@
 import os
 import sys
 
-try:
-    from openkpu.flashing import main
-except ImportError:  # a checkout without `pip install .`: the package sources (model checks still need _kpu)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-    from openkpu.flashing import main
+# The checkout's python/ folder first, as scripts/kmodel_tool.py does: the script runs the tools of this tree, not
+# an older installed copy (the model checks still need the installed _kpu extension: `make install`).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+from openkpu.flashing import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(prog="flash_board.py"))
