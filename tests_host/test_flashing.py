@@ -310,6 +310,20 @@ def test_a_model_at_0_is_planned_with_a_boot_warning(files, tmp_path, capsys):
                      capsys.readouterr().err)
 
 
+def test_a_model_behind_a_boot_header_is_planned_with_a_warning(files, tmp_path, capsys):
+    """A kfpkg that marks a model sha256Prefix true: kflash puts 5 header bytes before it, so kpu.load(addr) would
+    read the header. The plan still packs (the user may want it) but says where the model really starts."""
+    package = tmp_path / "prefixed.kfpkg"
+    with zipfile.ZipFile(str(package), "w") as z:
+        z.writestr("flash-list.json", '{"version": "0.1.0", "files": [\n'
+                   '{\n"address": 3145728,\n"bin": "digits.kmodel",\n"sha256Prefix": true\n}]}')
+        z.write(files["model"], "digits.kmodel")
+    assert flashing.main(["pack", "-o", str(tmp_path / "out.kfpkg"), str(package)]) == 0
+    assert re.search(r"warning: \S*digits\.kmodel is written behind kflash's boot header \(sha256Prefix true\): the "
+                     r"model starts at 0x300005, so kpu\.load\(0x300000\) reads the header",
+                     capsys.readouterr().err)
+
+
 def test_dry_run_command_carries_board_and_slow_mode(files, capsys):
     assert flashing.main(["write", "--dry-run", "-p", "/dev/ttyUSB0", "-B", "goE", "-S", files["fw"]]) == 0
     assert "kflash -p /dev/ttyUSB0 -b 115200 -B goE -S -n PLAN.kfpkg" in capsys.readouterr().out

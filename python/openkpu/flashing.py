@@ -347,6 +347,10 @@ def check_models(segments):
             continue
         problems += [problem] if problem else []
         warnings += [warning] if warning else []
+        if seg.sha256_prefix:  # kflash writes flag byte + u32 length before the data
+            warnings.append("%s is written behind kflash's boot header (sha256Prefix true): the model starts at 0x%x, "
+                            "so kpu.load(0x%x) reads the header, not the model; set \"sha256Prefix\": false for "
+                            "models" % (seg.source, seg.address + 5, seg.address))
     return problems, warnings
 
 
