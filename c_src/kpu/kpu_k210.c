@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../core/alloc.h"
+#include "../core/bytes.h"
 #include "../core/error.h"
 #include "kpu_backend.h"
 #include "kpu_layout.h"
@@ -41,15 +42,6 @@ typedef struct kpu_k210 {
     const okpu_allocator *allocator;
     okpu_allocator allocator_copy;
 } kpu_k210;
-
-static uint64_t load_word(const uint8_t *p)
-{
-    uint64_t v = 0;
-    unsigned i;
-    for (i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static uint64_t set_field(uint64_t word, unsigned lo, unsigned width, uint64_t value)
 {
@@ -87,7 +79,7 @@ static int build_words(const kpu_k210 *k, const kpu_layer_job *job, uint64_t wor
         (rc = table_address(k, job, job->weights, "weights", &weights_addr, err)) != OKPU_OK)
         return rc;
     for (i = 0; i < 12; i++)
-        words[i] = load_word(job->raw_args + 8 * i);
+        words[i] = okpu_rd_u64(job->raw_args + 8 * i);
     words[0] = set_field(words[0], 0, 1, 1);                           /* int_en */
     words[1] = set_field(words[1], 0, 15, job->args.image_src_addr);   /* image_src_addr */
     words[1] = set_field(words[1], 32, 15, job->args.image_dst_addr);  /* image_dst_addr */
