@@ -12,38 +12,7 @@
 #include <string.h>
 
 #include "okpu.h"
-
-static unsigned char *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    unsigned char *buf = NULL;
-    size_t cap = 0, n = 0;
-    if (!f)
-        return NULL;
-    for (;;) {
-        size_t r;
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            unsigned char *nb = (unsigned char *)realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    fclose(f);
-    *size = n;
-    if (!buf)
-        buf = (unsigned char *)malloc(1);
-    return buf;
-}
+#include "read_file.h"
 
 static float rd_f32(const uint8_t *p)
 {

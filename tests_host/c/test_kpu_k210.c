@@ -16,6 +16,7 @@
 #include "../../c_src/kpu/kpu_backend.h"
 #include "../../c_src/okpu.h"
 #include "ctest.h"
+#include "read_file.h"
 
 #define SIM_TABLE_BASE 0x00100000u
 #define SIM_MAX_TABLES 8192u
@@ -175,22 +176,6 @@ static void sim_free(sim_kpu *s)
 }
 
 /* ---- whole models: K210 backend over the simulated peripheral vs the emulator backend ---- */
-
-static uint8_t *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *data;
-    long n;
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    data = malloc(n > 0 ? (size_t)n : 1u);
-    *size = fread(data, 1, (size_t)n, f);
-    fclose(f);
-    return data;
-}
 
 /* Deterministic input bytes (floats stay small and finite). */
 static void fill_input(uint8_t *p, size_t n, int is_float, uint32_t seed)
