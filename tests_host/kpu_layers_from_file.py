@@ -67,17 +67,28 @@ def v3_kpu_layers(data):
     return layers
 
 
-def v4_nodes(data):
-    """[(opcode, body bytes)] of a v4 file (header: 10 u32; inputs: range + shape; outputs: range; constants)."""
+def v4_layout(data):
+    """(header words, node table offset, [(index, opcode, body offset, body size)]) of a v4 file. Header: 10 u32
+    (constants bytes at [4], nodes [6], inputs [7], outputs [8]); then per input a range + shape (32 B), per output a
+    range (16 B), the constants, and the node table; the constants end where the node table starts."""
     hdr = struct.unpack_from("<10I", data, 0)
-    constants, nodes, inputs, outputs = hdr[4], hdr[6], hdr[7], hdr[8]
-    table = 40 + 32 * inputs + 16 * outputs + constants
-    pos, out = table + 8 * nodes, []
-    for i in range(nodes):
+    table = 40 + 32 * hdr[7] + 16 * hdr[8] + hdr[4]
+    nodes, pos = [], table + 8 * hdr[6]
+    for i in range(hdr[6]):
         opcode, size = struct.unpack_from("<2I", data, table + 8 * i)
-        out.append((opcode, data[pos:pos + size]))
+        nodes.append((i, opcode, pos, size))
         pos += size
-    return out
+    return hdr, table, nodes
+
+
+def v4_constants(data):
+    hdr, table, _ = v4_layout(data)
+    return data[table - hdr[4]:table]
+
+
+def v4_nodes(data):
+    """[(opcode, body bytes)] of a v4 file."""
+    return [(opcode, data[off:off + size]) for _, opcode, off, size in v4_layout(data)[2]]
 
 
 def v4_kpu_layers(data):

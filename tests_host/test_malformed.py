@@ -22,6 +22,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from openkpu import kmodel_writer as kw  # noqa: E402
 from openkpu import kmodel_writer_v4 as kw4  # noqa: E402
+from kpu_layers_from_file import v4_layout  # noqa: E402
 
 _kpu = pytest.importorskip("_kpu")
 
@@ -334,20 +335,8 @@ def base_v4_model():
     return w.build(write_last_padding=False)
 
 
-def parse_v4_layout(data):
-    """(header words, node table offset, [(index, opcode, body offset, body size)])."""
-    h = struct.unpack_from("<10I", data, 0)
-    table = 40 + 32 * h[7] + 16 * h[8] + h[4]
-    nodes, pos = [], table + 8 * h[6]
-    for i in range(h[6]):
-        op, size = struct.unpack_from("<2I", data, table + 8 * i)
-        nodes.append((i, op, pos, size))
-        pos += size
-    return h, table, nodes
-
-
 def v4_cases(name, data, n_random=12, seed=0, max_nodes=6):
-    h, table, nodes = parse_v4_layout(data)
+    h, table, nodes = v4_layout(data)
     cases = []
     # truncations: inside the header, the tables, and at points of each body
     cuts = {0, 3, 4, 8, 39, 40, table - 1, table, table + 8 * h[6] - 1}

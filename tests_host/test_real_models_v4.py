@@ -88,10 +88,10 @@ def test_iris_documented_digits_need_the_hidden_layer_bias_added_last(testdata):
     appears only when the hidden layer adds its bias LAST, as the v3 SDK's FULLY_CONNECTED does; nncase v0.2's
     matmul (bias first, fmaf) gives the emulator's 16.077793. (The v4 example's README carries the v3 README's
     result block unchanged, only the usage steps above it were edited: the digits were most likely never re-measured.)"""
-    from kpu_layers_from_file import v4_nodes
+    from kpu_layers_from_file import v4_constants, v4_layout, v4_nodes
     data = testdata("iris_fc_cpu_v3_v4", "iris_v4.kmodel").read_bytes()
-    hdr = struct.unpack_from("<10I", data, 0)
-    consts = data[40 + 32 * hdr[7] + 16 * hdr[8]:][:hdr[4]]
+    hdr = v4_layout(data)[0]
+    consts = v4_constants(data)
     main = bytearray(hdr[5])
     main[0:16] = struct.pack("<4f", 5.1, 3.8, 1.9, 0.4)
     dense = []
