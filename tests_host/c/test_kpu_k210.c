@@ -68,16 +68,31 @@ static const void *sim_resolve(const sim_kpu *s, uint64_t addr)
     return index < s->n_tables ? s->tables[index] : NULL;
 }
 
+static void store_word(uint8_t raw[KPU_ARGS_BYTES], unsigned index, uint64_t value)
+{
+    unsigned b;
+    for (b = 0; b < 8; b++)
+        raw[8 * index + b] = (uint8_t)(value >> (8 * b));
+}
+
+/* The 12 words of the layer a run pushed first, from the register log (entries 3..14: after the 8-bit mode, the
+ * interrupt clear and the mask writes). */
+static void logged_words(const sim_kpu *s, uint8_t raw[KPU_ARGS_BYTES])
+{
+    unsigned w;
+    for (w = 0; w < 12; w++)
+        store_word(raw, w, s->log[3 + w].value);
+}
+
 /* The datapath: the 12 words as the hardware reads them. */
 static void sim_execute(sim_kpu *s)
 {
     uint8_t raw[KPU_ARGS_BYTES];
     kpu_layer_job job;
-    unsigned i, b;
+    unsigned i;
 
     for (i = 0; i < 12; i++)
-        for (b = 0; b < 8; b++)
-            raw[8 * i + b] = (uint8_t)(s->fifo[i] >> (8 * b));
+        store_word(raw, i, s->fifo[i]);
     memset(&job, 0, sizeof job);
     job.raw_args = raw;
     kpu_args_decode(raw, &job.args);
@@ -350,10 +365,7 @@ static void test_register_sequence(void)
     {
         kpu_args pushed;
         uint8_t raw[KPU_ARGS_BYTES];
-        unsigned w, b;
-        for (w = 0; w < 12; w++)
-            for (b = 0; b < 8; b++)
-                raw[8 * w + b] = (uint8_t)(sim.log[3 + w].value >> (8 * b));
+        logged_words(&sim, raw);
         kpu_args_decode(raw, &pushed);
         CHECK(pushed.int_en == 1 && pushed.send_data_out == 0, "int_en %u send_data_out %u", pushed.int_en,
               pushed.send_data_out);
@@ -381,7 +393,6 @@ static void test_sixteen_bit_mode(void)
     okpu_model *m;
     kpu_backend *b;
     kpu_layer_job job;
-    unsigned w, i;
     int rc;
 
     sim_init(&sim, &port);
@@ -391,9 +402,7 @@ static void test_sixteen_bit_mode(void)
     if (m && b) {
         sim.log_n = 0;
         CHECK(okpu_model_run(m, 1, &err) == OKPU_OK && sim.layers_run == 1, "first layer: %s", err.message);
-        for (w = 0; w < 12; w++)
-            for (i = 0; i < 8; i++)
-                raw[8 * w + i] = (uint8_t)(sim.log[3 + w].value >> (8 * i));
+        logged_words(&sim, raw);
         memset(&job, 0, sizeof job);
         job.raw_args = raw;
         kpu_args_decode(raw, &job.args);
