@@ -2,7 +2,8 @@
 
     pip install .
 
-`_kpu` = python/_kpumodule.c (the CPython binding) + python/_kpu_post.c (post-processing functions) + every c_src/*/*.c (the portable C99 core, globbed at build
+`_kpu` = python/_kpumodule.c (the CPython binding) + python/_kpu_post.c (post-processing functions) +
+python/_kpu_device.c (the virtual board's KPU register block) + every c_src/*/*.c (the portable C99 core, globbed at build
 time so new core files need no change here). The core is compiled with its own flags: -std=c99 -O3 -Wall -Wextra
 -Werror (the same warnings the Makefile enforces). Set OPENKPU_NO_WERROR=1 to drop -Werror, e.g. with a compiler
 newer than the one the project is checked with. The binding is compiled with -std=c99 -O2 -Wall -Wextra (no -Werror:
@@ -70,7 +71,7 @@ class BuildExt(build_ext):
 kpu_ext = Extension(
     "_kpu",
     # the binding proper + the post-processing functions (python/_kpu_post.c, registered by the module init)
-    sources=["python/_kpumodule.c", "python/_kpu_post.c"],
+    sources=["python/_kpumodule.c", "python/_kpu_post.c", "python/_kpu_device.c"],
     include_dirs=["c_src"],
     extra_compile_args=BINDING_FLAGS,
     libraries=["m"] if os.name == "posix" else [],

@@ -178,6 +178,30 @@ void okpu_model_memory(const okpu_model *model, okpu_memory_info *out);
 /* The emulated KPU RAM (2 MiB) for inspection, NULL on the hardware backend. */
 const uint8_t *okpu_model_kpu_ram(const okpu_model *model);
 
+
+/* ---- The KPU as a peripheral (a virtual board's register block) -------------------------------------------------
+ * The K210's KPU register block (kpu-reference.md section 7) over a board's memory: the 12 words a driver pushes
+ * into the layer FIFO run on the bit-exact emulator, reading their tables from `sram` (KPU bus address =
+ * CPU address - 0x40000000, so bus 0x40000000 is sram[0]) and working in `kpu_ram` (the 2 MiB AI SRAM). A virtual
+ * board hands its guest memory here, so a firmware's K210 backend runs through the real register sequence. */
+typedef struct okpu_kpu_device okpu_kpu_device;
+
+#define OKPU_KPU_BUS_SRAM_BASE 0x40000000u /* the KPU's address of sram[0] */
+#define OKPU_KPU_REG_BLOCK_BYTES 0x48u     /* nine 64-bit registers */
+
+okpu_kpu_device *okpu_kpu_device_create(uint8_t *sram, size_t sram_size, uint8_t *kpu_ram, const okpu_options *opts,
+                                        okpu_error *err);
+void okpu_kpu_device_free(okpu_kpu_device *dev);
+/* 64-bit register access at a byte offset (multiple of 8, below OKPU_KPU_REG_BLOCK_BYTES). An access the block
+ * does not have, or a layer the KPU cannot run, records a fault (okpu_kpu_device_fault) and is otherwise ignored. */
+void okpu_kpu_device_write(okpu_kpu_device *dev, uint32_t offset, uint64_t value);
+uint64_t okpu_kpu_device_read(okpu_kpu_device *dev, uint32_t offset);
+int okpu_kpu_device_irq(const okpu_kpu_device *dev);                /* the interrupt line (PLIC source 25) */
+void okpu_kpu_device_set_hang(okpu_kpu_device *dev, int hang);      /* fault injection: calc_done never rises */
+unsigned long okpu_kpu_device_layers_run(const okpu_kpu_device *dev);
+const okpu_error *okpu_kpu_device_fault(const okpu_kpu_device *dev); /* NULL while nothing went wrong */
+void okpu_kpu_device_clear_fault(okpu_kpu_device *dev);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
  *   _kpu.status_name(code)
+ *   _kpu.KpuDevice(memory): the virtual board's KPU register block (python/_kpu_device.c; CPython only)
  *
  * Errors: load failures -> ValueError("[MAIXPY]kpu: load error:<code>, <name>: <message>"); an input of the wrong
  * size -> ValueError("[MAIXPY]kpu: check img format err! error:2012, ERR_SIZE_NOTMATCH: <message>"); run and
@@ -428,6 +429,8 @@ static struct PyModuleDef kpu_module = {
 
 /* python/_kpu_post.c: yolo2_decode / face_encode / face_compare over c_src/post. */
 int okpu_py_add_post(PyObject *module);
+/* python/_kpu_device.c: KpuDevice, the virtual board's KPU register block over c_src/kpu/kpu_device.c. */
+int okpu_py_add_device(PyObject *module);
 
 PyMODINIT_FUNC PyInit__kpu(void);
 
@@ -452,7 +455,7 @@ PyMODINIT_FUNC PyInit__kpu(void)
         PyModule_AddIntConstant(m, "MODEL_ALIGN_SLACK", (long)OKPU_MODEL_ALIGN_SLACK) < 0 ||
         PyModule_AddIntConstant(m, "ERR_MODELS_FULL", (long)OKPU_ERR_MODELS_FULL) < 0 ||
         PyModule_AddIntConstant(m, "ERR_SIZE_NOTMATCH", (long)OKPU_ERR_SIZE_NOTMATCH) < 0 ||
-        okpu_py_add_post(m) < 0) {
+        okpu_py_add_post(m) < 0 || okpu_py_add_device(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

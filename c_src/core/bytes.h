@@ -1,4 +1,4 @@
-/* Little-endian field readers. Model buffers are not assumed aligned, so fields are assembled byte by byte. */
+/* Little-endian field readers (and the writers tests and device models need). Model buffers are not assumed aligned, so fields are assembled byte by byte. */
 #ifndef OKPU_CORE_BYTES_H
 #define OKPU_CORE_BYTES_H
 
@@ -36,6 +36,13 @@ static inline void okpu_wr_f32(uint8_t *p, float f)
     p[1] = (uint8_t)(u >> 8);
     p[2] = (uint8_t)(u >> 16);
     p[3] = (uint8_t)(u >> 24);
+}
+
+static inline void okpu_wr_u64(uint8_t *p, uint64_t v)
+{
+    unsigned i;
+    for (i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* Sign-extend the low `bits` bits of v. */

@@ -28,6 +28,9 @@ struct kpu_backend {
 /* The bit-exact software KPU. Allocates its 2 MiB RAM through opts->allocator. NULL + err on failure. */
 kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err);
 
+/* The emulator over a KPU RAM it does not own (2 MiB at `ram`, e.g. a virtual board's AI SRAM). */
+kpu_backend *kpu_emu_create_on_ram(const okpu_options *opts, uint8_t *ram, okpu_error *err);
+
 /* The same emulator computing each convolution straight from the specification, one output value at a time: the
  * oracle its fast path is tested against (kpu_emu_create also picks it when the environment has
  * OKPU_EMU_REFERENCE=1). */

@@ -21,6 +21,7 @@ typedef struct kpu_emu {
     okpu_options opts;
     okpu_allocator allocator; /* copy of *opts->allocator; opts.allocator points here or is NULL */
     int reference;
+    int owns_ram;     /* 0 when the RAM belongs to a board model (kpu_emu_create_on_ram) */
     uint8_t *scratch; /* grows to the largest layer run so far, freed by destroy */
     size_t scratch_size;
 } kpu_emu;
@@ -574,11 +575,12 @@ static void emu_destroy(kpu_backend *self)
     copy = e->allocator;
     alloc = e->opts.allocator ? &copy : NULL;
     okpu_free(alloc, e->scratch, e->scratch_size);
-    okpu_free(alloc, e->base.ram, OKPU_KPU_RAM_SIZE);
+    if (e->owns_ram)
+        okpu_free(alloc, e->base.ram, OKPU_KPU_RAM_SIZE);
     okpu_free(alloc, e, sizeof *e);
 }
 
-static kpu_backend *emu_create(const okpu_options *opts, int reference, okpu_error *err)
+static kpu_backend *emu_create(const okpu_options *opts, int reference, uint8_t *ram, okpu_error *err)
 {
     okpu_options o;
     kpu_emu *e;
@@ -602,6 +604,11 @@ static kpu_backend *emu_create(const okpu_options *opts, int reference, okpu_err
     e->base.name = reference ? "emulator (reference conv)" : "emulator";
     e->base.run_layer = emu_run_layer;
     e->base.destroy = emu_destroy;
+    if (ram) {
+        e->base.ram = ram;
+        return &e->base;
+    }
+    e->owns_ram = 1;
     e->base.ram = okpu_alloc(e->opts.allocator, OKPU_KPU_RAM_SIZE);
     if (!e->base.ram) {
         emu_destroy(&e->base);
@@ -614,10 +621,16 @@ static kpu_backend *emu_create(const okpu_options *opts, int reference, okpu_err
 kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err)
 {
     const char *env = getenv("OKPU_EMU_REFERENCE");
-    return emu_create(opts, env && strcmp(env, "1") == 0, err);
+    return emu_create(opts, env && strcmp(env, "1") == 0, NULL, err);
+}
+
+kpu_backend *kpu_emu_create_on_ram(const okpu_options *opts, uint8_t *ram, okpu_error *err)
+{
+    const char *env = getenv("OKPU_EMU_REFERENCE");
+    return emu_create(opts, env && strcmp(env, "1") == 0, ram, err);
 }
 
 kpu_backend *kpu_emu_create_reference(const okpu_options *opts, okpu_error *err)
 {
-    return emu_create(opts, 1, err);
+    return emu_create(opts, 1, NULL, err);
 }
