@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * openkpu MicroPython on the Kendryte K210 (Maix Bit / Dock / Go): REPL on UARTHS (IO4/IO5, 115200 8N1), friendly
+ * and raw REPL from shared/runtime/pyexec.c, Ctrl-D soft reset ("MPY: soft reboot"), Ctrl-C through the UARTHS RX
+ * interrupt or console polling. No filesystem: scripts arrive over the REPL, models from flash offsets.
+ * firmware/host/main.c is the host/QEMU entry point (argv, files, exit status); a board needs none of that.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "py/builtin.h"
+#include "py/compile.h"
+#include "py/gc.h"
+#include "py/lexer.h"
+#include "py/mperrno.h"
+#include "py/mphal.h"
+#include "py/runtime.h"
+#include "py/stackctrl.h"
+#include "py/stream.h"
+#include "shared/readline/readline.h"
+#include "shared/runtime/gchelper.h"
+#include "shared/runtime/pyexec.h"
+
+#include "board/board.h"
+#include "board/clint.h"
+#include "board/spi3_flash.h"
+#include "board/sysctl.h"
+#include "board/uarths.h"
+
+// Room below MicroPython's stack limit for the frames it does not check: C library, interrupt entry (528 bytes),
+// the KPU core's deepest calls.
+#define STACK_MARGIN (16u * 1024u)
+
+/* ---- console ------------------------------------------------------------------------------------------------- */
+
+// Every received byte, from the interrupt handler or from polling: Ctrl-C while Python runs raises
+// KeyboardInterrupt, anything else is input.
+void board_console_rx_byte(int c) {
+    if (c == mp_interrupt_char) {
+        mp_sched_keyboard_interrupt();
+    } else {
+        board_console_put(c);
+    }
+}
+
+int mp_hal_stdin_rx_chr(void) {
+    for (;;) {
+        board_console_poll();
+        int c = board_console_getc();
+        if (c >= 0) {
+            return c;
+        }
+        if (board_console_irq_seen()) {
+            board_console_idle(); // the next byte interrupts; a board without working interrupts keeps polling
+        }
+    }
+}
+
+mp_uint_t mp_hal_stdout_tx_strn(const char *str, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        uarths_putc(str[i]);
+    }
+    return len;
+}
+
+uintptr_t mp_hal_stdio_poll(uintptr_t poll_flags) {
+    uintptr_t ret = 0;
+    if (poll_flags & MP_STREAM_POLL_RD) {
+        board_console_poll();
+        if (board_console_pending()) {
+            ret |= MP_STREAM_POLL_RD;
+        }
+    }
+    if (poll_flags & MP_STREAM_POLL_WR) {
+        ret |= MP_STREAM_POLL_WR;
+    }
+    return ret;
+}
+
+// MICROPY_VM_HOOK_POLL (every 64 backward jumps / returns): Ctrl-C reaches running code even without interrupts.
+void openkpu_poll_interrupt(void) {
+    board_console_poll();
+}
+
+/* ---- time: CLINT mtime at ACLK / 50 ------------------------------------------------------------------------- */
+
+static uint64_t mtime_to_us(uint64_t t) {
+    uint64_t hz = clint_hz();
+    return t / hz * 1000000u + t % hz * 1000000u / hz;
+}
+
+mp_uint_t mp_hal_ticks_us(void) {
+    return (mp_uint_t)mtime_to_us(clint_mtime());
+}
+
+mp_uint_t mp_hal_ticks_ms(void) {
+    return (mp_uint_t)(mtime_to_us(clint_mtime()) / 1000u);
+}
+
+mp_uint_t mp_hal_ticks_cpu(void) {
+    return (mp_uint_t)clint_mtime();
+}
+
+void mp_hal_delay_us(mp_uint_t us) {
+    uint64_t end = clint_mtime() + (uint64_t)us * clint_hz() / 1000000u;
+    while (clint_mtime() < end) {
+    }
+}
+
+// Sleeps of a millisecond or more let Ctrl-C and scheduled callbacks in.
+void mp_hal_delay_ms(mp_uint_t ms) {
+    uint64_t end = clint_mtime() + (uint64_t)ms * clint_hz() / 1000u;
+    while (clint_mtime() < end) {
+        board_console_poll();
+        mp_handle_pending(true);
+    }
+}
+
+/* ---- no filesystem: import finds frozen modules only, open() fails ------------------------------------------ */
+
+mp_import_stat_t mp_import_stat(const char *path) {
+    return MP_IMPORT_STAT_NO_EXIST;
+}
+
+mp_lexer_t *mp_lexer_new_from_file(qstr filename) {
+    mp_raise_OSError(MP_ENOENT);
+}
+
+mp_obj_t mp_builtin_open(size_t n_args, const mp_obj_t *args, mp_map_t *kwargs) {
+    mp_raise_OSError(MP_ENOENT); // no filesystem on this port: load models with KPU.load(flash_offset)
+}
+MP_DEFINE_CONST_FUN_OBJ_KW(mp_builtin_open_obj, 1, mp_builtin_open);
+
+/* ---- GC, errors --------------------------------------------------------------------------------------------- */
+
+void gc_collect(void) {
+    gc_collect_start();
+    gc_helper_collect_regs_and_stack();
+    gc_collect_end();
+}
+
+void nlr_jump_fail(void *val) {
+    printf("FATAL: uncaught NLR %p\n", val);
+    sysctl_soft_reset();
+}
+
+#ifndef NDEBUG
+void MP_WEAK __assert_func(const char *file, int line, const char *func, const char *expr) {
+    printf("Assertion '%s' failed, at file %s:%d (%s)\n", expr, file, line, func ? func : "");
+    sysctl_soft_reset();
+}
+#endif
+
+/* ---- start-up ------------------------------------------------------------------------------------------------ */
+
+static void boot_report(void) {
+    uint8_t id[2] = {0, 0};
+    spi3_flash_read_id(id);
+    printf("openkpu k210: cpu %lu Hz, kpu %lu Hz, mtime %lu Hz, flash %02x:%02x %lu KiB, "
+        "gc heap %lu KiB, c heap %lu KiB, stack %lu KiB\n",
+        (unsigned long)sysctl_cpu_hz(), (unsigned long)sysctl_kpu_hz(), (unsigned long)clint_hz(), id[0], id[1],
+        (unsigned long)(spi3_flash_size() / 1024u), (unsigned long)(board_gc_heap_size() / 1024u),
+        (unsigned long)(board_c_heap_size() / 1024u), (unsigned long)(board_stack_size() / 1024u));
+}
+
+int main(void) {
+    board_init();
+    boot_report();
+    for (;;) {
+        mp_stack_ctrl_init();
+        mp_stack_set_limit(board_stack_size() - STACK_MARGIN);
+        char *heap = board_gc_heap_start();
+        gc_init(heap, heap + board_gc_heap_size());
+        mp_init();
+        mp_obj_list_init(MP_OBJ_TO_PTR(mp_sys_path), 0);
+        mp_obj_list_append(mp_sys_path, MP_OBJ_NEW_QSTR(MP_QSTR__dot_frozen));
+        mp_obj_list_init(MP_OBJ_TO_PTR(mp_sys_argv), 0);
+        readline_init0();
+
+        for (;;) {
+            int ret = pyexec_mode_kind == PYEXEC_MODE_RAW_REPL ? pyexec_raw_repl() : pyexec_friendly_repl();
+            if (ret & PYEXEC_FORCED_EXIT) {
+                break; // Ctrl-D: soft reset; otherwise Ctrl-A / Ctrl-B switched the REPL mode
+            }
+        }
+        mp_hal_stdout_tx_str("MPY: soft reboot\r\n");
+        gc_sweep_all();
+        mp_deinit();
+    }
+}
