@@ -147,6 +147,9 @@ class Board(object):
             self.fault_pc = pc
             self.fault_address = address
 
+    def guest_pc(self):
+        return self.uc.reg_read(R.UC_RISCV_REG_PC)
+
     def request_reset(self, reason):
         self._reset_reason = reason
 
@@ -249,9 +252,9 @@ class Board(object):
         self.instructions += n
         self.virtual_seconds += n / float(hz)
         self.pc = uc.reg_read(R.UC_RISCV_REG_PC)
-        lone = self.kpu.slice_end()
+        lone, lone_pc = self.kpu.slice_end()
         if lone:
-            self.stop_fault(lone, pc=self.pc)
+            self.stop_fault(lone, pc=lone_pc, address=KpuRegisters.base)
         self._check_fault()
         if self._reset_reason is not None:
             self._reset_reason = None

@@ -42,7 +42,7 @@ class KpuRegisters(Device):
         self.reset()
 
     def reset(self):
-        self.held_write = None  # (offset, low half) waiting for its high half
+        self.held_write = None  # (offset, low half, guest pc) waiting for its high half
         self.read_snapshot = None  # (offset, 64-bit value) from the low-half read
         self.reported_fault = None
 
@@ -75,7 +75,7 @@ class KpuRegisters(Device):
             raise Unmodelled()
         if not half:
             self._check_held(reg, "written")
-            self.held_write = (reg, value)
+            self.held_write = (reg, value, self.board.guest_pc())
             return
         if self.held_write is None or self.held_write[0] != reg:
             raise Unmodelled("high half of KPU %s written without its low half (KPU registers are 64-bit: use sd)"
@@ -105,10 +105,10 @@ class KpuRegisters(Device):
         """Between slices: refresh the interrupt line, and catch a lone 32-bit write (both halves of an `sd` come
         within one instruction, so a low half still held at a slice boundary was an `sw`)."""
         if self.held_write is not None:
-            reg = self.held_write[0]
+            reg, _low, pc = self.held_write
             self.held_write = None
-            return ("KPU %s (0x%08x) got a lone 32-bit write (KPU registers are 64-bit: use sd)"
-                    % (NAMES[reg // 8], self.base + reg))
+            return ("KPU %s (0x%08x) got a lone 32-bit write at guest pc 0x%x (KPU registers are 64-bit: use sd)"
+                    % (NAMES[reg // 8], self.base + reg, pc)), pc
         if self.dev is not None:
             self.board.plic.set_line(KPU_IRQ, bool(self.dev.irq_pending()))
-        return None
+        return None, None
