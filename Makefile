@@ -13,7 +13,7 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench mpy-host mpy-rv64 mpy-size clean
+.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench mpy-host mpy-rv64 mpy-size firmware clean
 
 help:
 	@echo "make demo      set up everything (venv, package) and run the demo"
@@ -22,6 +22,7 @@ help:
 	@echo "make install   (re)install the package into .venv (C extension + KPU shim + host tools)"
 	@echo "make cross     compile the C core for rv64imafdc/lp64d with -Werror"
 	@echo "make mpy-host  build the host MicroPython with the KPU module (mpy-rv64: the RV64 build for QEMU)"
+	@echo "make firmware  MicroPython for Maix boards: build/k210/firmware.bin (GC_HEAP_KB=N sets the GC heap)"
 
 # A private virtual environment with the test tools; the package is installed into it with pip, as users do.
 $(VENV)/.deps: requirements-dev.txt
@@ -62,6 +63,10 @@ mpy-rv64:
 	$(MAKE) -C firmware/rv64
 mpy-size: mpy-rv64
 	$(MAKE) -C firmware/rv64 size-kpu
+
+# The K210 board firmware (Maix Bit / Dock / Go): build/k210/firmware.bin for kflash, firmware.elf beside it.
+firmware:
+	$(MAKE) -C firmware/k210
 
 # Host build of the core with warnings as errors (a static archive for the C tests and tools).
 $(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)

@@ -101,18 +101,31 @@ mp_uint_t mp_hal_ticks_cpu(void) {
     return (mp_uint_t)clint_mtime();
 }
 
-void mp_hal_delay_us(mp_uint_t us) {
-    uint64_t end = clint_mtime() + (uint64_t)us * clint_hz() / 1000000u;
-    while (clint_mtime() < end) {
+// Between two reads of mtime: about a microsecond of CPU work instead of a stream of bus reads (each one is also
+// a host callback on the virtual board).
+static void spin_a_little(void) {
+    for (volatile int i = 0; i < 64; i++) {
     }
 }
 
-// Sleeps of a millisecond or more let Ctrl-C and scheduled callbacks in.
+void mp_hal_delay_us(mp_uint_t us) {
+    uint64_t end = clint_mtime() + (uint64_t)us * clint_hz() / 1000000u;
+    while (clint_mtime() < end) {
+        spin_a_little();
+    }
+}
+
+// Sleeps of a millisecond or more let Ctrl-C and scheduled callbacks in (the console is polled every ~0.1 ms).
 void mp_hal_delay_ms(mp_uint_t ms) {
     uint64_t end = clint_mtime() + (uint64_t)ms * clint_hz() / 1000u;
-    while (clint_mtime() < end) {
+    uint64_t step = clint_hz() / 10000u;
+    for (uint64_t now = clint_mtime(); now < end; now = clint_mtime()) {
         board_console_poll();
         mp_handle_pending(true);
+        uint64_t next = now + step < end ? now + step : end;
+        while (clint_mtime() < next) {
+            spin_a_little();
+        }
     }
 }
 

@@ -38,8 +38,9 @@ Where this differs from MaixPy, on purpose:
   keeps them until `deinit(net)`, so call it.
 
 Flash offsets (`load(0x300000)`): on a PC the SPI flash is a file: `set_flash_image(path)` or (CPython) the
-environment variable OPENKPU_FLASH_IMAGE, naming a raw `.bin` dump from address 0 or (CPython) a `.kfpkg`. The model's
-size is read from its header (kmodel v3 / v4).
+environment variable OPENKPU_FLASH_IMAGE, naming a raw `.bin` dump from address 0 or (CPython) a `.kfpkg`. On a board
+whose MicroPython has `Maix.utils.flash_read` (openkpu's K210 firmware) the on-board SPI flash is read unless
+`set_flash_image` named a file. The model's size is read from its header (kmodel v3 / v4).
 """
 import _kpu
 import gc
@@ -48,8 +49,11 @@ import sys
 
 try:
     import os
-except ImportError:  # older MicroPython ports
-    import uos as os
+except ImportError:  # older MicroPython ports; none at all on a port without a filesystem (openkpu's K210)
+    try:
+        import uos as os
+    except ImportError:
+        os = None
 
 try:
     import weakref as _weakref
@@ -133,6 +137,46 @@ class _RawFlash(object):
         return out
 
 
+class _BoardFlash(object):
+    """The board's own SPI flash, through Maix.utils.flash_read (MicroPython on a K210 board)."""
+
+    def __init__(self, flash_read):
+        self._flash_read = flash_read
+        try:
+            import _board
+            self._size = _board.flash_size()
+        except ImportError:
+            self._size = _MAX_FLASH
+
+    def size(self):
+        return self._size
+
+    def read(self, address, size):
+        n = max(0, min(size, self._size - address))
+        out = self._flash_read(address, n) if n else b""
+        if n < size:
+            out = out + b"\xff" * (size - n)
+        return out
+
+
+def _board_flash_read():
+    """Maix.utils.flash_read when MicroPython runs on a board that has it, else None."""
+    if not _MICROPYTHON:
+        return None
+    try:
+        import Maix
+    except ImportError:
+        return None
+    return getattr(getattr(Maix, "utils", None), "flash_read", None)
+
+
+def _flash_name():
+    """What the flash being read is, for messages."""
+    if _flash_path is None and isinstance(_flash_reader, _BoardFlash):
+        return "SPI flash"
+    return "flash image %s" % _flash_path
+
+
 def set_flash_image(path):
     """Use `path` (a raw .bin flash dump from address 0, or on CPython a .kfpkg) for load(offset). None: unset."""
     global _flash_path, _flash_reader
@@ -153,6 +197,10 @@ def _flash():
         if environ is not None:
             path = environ.get("OPENKPU_FLASH_IMAGE")
     if not path:
+        flash_read = _board_flash_read()
+        if flash_read is not None:
+            _flash_reader = _BoardFlash(flash_read)
+            return _flash_reader
         raise _load_error(ERR_READ_FILE, "no flash image to read the model from: on a PC call "
                           "KPU.set_flash_image(path) or set OPENKPU_FLASH_IMAGE to a raw .bin flash dump or a .kfpkg, "
                           "or load the .kmodel file by its path")
@@ -213,8 +261,8 @@ def _read_flash(offset, swapped=False):
         reader = _SwappedFlash(reader)
     end = reader.size()
     if offset >= end:
-        raise _load_error(ERR_READ_FILE, "flash offset 0x%x is past the end of the flash image %s (0x%x bytes)"
-                          % (offset, _flash_path, end))
+        raise _load_error(ERR_READ_FILE, "flash offset 0x%x is past the end of the %s (0x%x bytes)"
+                          % (offset, _flash_name(), end))
     size = _model_size(reader, offset)
     if size is None:
         if swapped:
@@ -342,7 +390,7 @@ def load(path_or_offset):
         addr, path, where = -1, arg, None
     else:
         data = _read_flash(arg)
-        addr, path, where = arg, None, "model read from flash image %s at 0x%x" % (_flash_path, arg)
+        addr, path, where = arg, None, "model read from %s at 0x%x" % (_flash_name(), arg)
     return _open_net(data, addr, path, where)
 
 
@@ -807,7 +855,7 @@ def load_flash(model_addr, is_dual_buf, batch_size, spi_speed):
     _check_slots()
     data = _read_flash(model_addr, swapped=True)
     return _open_net(data, model_addr, None,
-                     "word-swapped model read from flash image %s at 0x%x" % (_flash_path, model_addr))
+                     "word-swapped model read from %s at 0x%x" % (_flash_name(), model_addr))
 
 
 def _not_swapped_error(offset):
