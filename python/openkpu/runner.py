@@ -183,6 +183,8 @@ def main(argv=None):
     sub.add_parser("swap", help="word-swap a model for kpu.load_flash (or --check / --unswap)", add_help=False)
     sub.add_parser("flash", add_help=False,
                    help="check a flash layout, pack a .kfpkg, or flash a board with kflash (openkpu flash -h)")
+    sub.add_parser("vboard", add_help=False,
+                   help="boot the K210 firmware on the virtual Maix board (openkpu vboard -h; needs openkpu[vboard])")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("inspect", "fit", "swap"):  # the kmodel tools have their own parser
         from openkpu.model_tools import main as model_tools_main
@@ -190,6 +192,9 @@ def main(argv=None):
     if argv and argv[0] == "flash":  # `openkpu flash write|pack ...`: see openkpu.flashing
         from openkpu.flashing import main as flash_main
         return flash_main(argv[1:], prog="openkpu flash")
+    if argv and argv[0] == "vboard":  # `openkpu vboard boot|run ...`: see openkpu.vboard.cli
+        from openkpu.vboard.cli import main as vboard_main
+        return vboard_main(argv[1:], prog="openkpu vboard")
     script_args = []
     if "--" in argv:  # everything after `--` goes to the script
         cut = argv.index("--")

@@ -234,8 +234,13 @@ class Board(object):
     def step(self, limit=None):
         """Run one slice of at most `limit` instructions, then deliver interrupts. BoardFault when the board stops."""
         self._check_fault()
-        n = self.slice if limit is None else max(1, min(self.slice, limit))
         uc = self.uc
+        cause = self._pending_interrupt()  # e.g. host input queued since the last slice
+        if cause is not None:
+            self._enter_trap(cause, self.pc, interrupt=True)
+            self.pc = uc.reg_read(R.UC_RISCV_REG_PC)
+            self._check_fault()
+        n = self.slice if limit is None else max(1, min(self.slice, limit))
         if uc.reg_read(R.UC_RISCV_REG_MIE) & (1 << IRQ_MTI):
             until = self.clint.instructions_until_mtip()
             if until > 0:
@@ -259,12 +264,6 @@ class Board(object):
         if self._reset_reason is not None:
             self._reset_reason = None
             self._reboot()
-            return
-        cause = self._pending_interrupt()
-        if cause is not None:
-            self._enter_trap(cause, self.pc, interrupt=True)
-            self.pc = uc.reg_read(R.UC_RISCV_REG_PC)
-            self._check_fault()
 
     def _emu_error(self, err):
         pc = self.uc.reg_read(R.UC_RISCV_REG_PC)
