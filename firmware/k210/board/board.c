@@ -61,11 +61,29 @@ int board_console_getc(void) {
     return c;
 }
 
-// The interrupt handler and polling both pop the UART and push the ring: polling masks interrupts meanwhile.
+static bool rx_irq_masked; // by the handler, when the ring filled up
+
+static bool ring_full(void) {
+    return (rx_head + 1u) % RX_RING_SIZE == rx_tail;
+}
+
+// Move received bytes from the UART to the ring while there is room. With the ring full the bytes stay in the UART
+// (whose own FIFO then overflows on the chip; a host feeding the virtual board faster than the REPL reads loses
+// nothing).
+static void drain_uart(void) {
+    for (int c; !ring_full() && (c = uarths_getc()) >= 0;) {
+        board_console_rx_byte(c);
+    }
+}
+
+// The interrupt handler and polling both pop the UART and push the ring: polling masks interrupts meanwhile. The
+// reader calls this, so it is where the RX interrupt, masked by a full ring, comes back.
 void board_console_poll(void) {
     unsigned long s = board_irq_save();
-    for (int c; (c = uarths_getc()) >= 0;) {
-        board_console_rx_byte(c);
+    drain_uart();
+    if (rx_irq_masked && !ring_full()) {
+        rx_irq_masked = false;
+        uarths_rx_irq_enable();
     }
     board_irq_restore(s);
 }
@@ -90,8 +108,10 @@ void board_console_idle(void) {
 
 void board_uarths_irq(void) {
     rx_irq_seen = true;
-    for (int c; (c = uarths_getc()) >= 0;) {
-        board_console_rx_byte(c);
+    drain_uart();
+    if (ring_full()) {
+        rx_irq_masked = true;
+        uarths_rx_irq_disable(); // rxwm stays pending while bytes wait: mask it until the reader makes room
     }
 }
 

@@ -35,3 +35,7 @@ void uarths_rx_irq_enable(void) {
     mmio_write32(REG(UARTHS_RXCTRL), UARTHS_RXEN | (0u << UARTHS_CNT_SHIFT));
     mmio_write32(REG(UARTHS_IE), UARTHS_IE_RXWM);
 }
+
+void uarths_rx_irq_disable(void) {
+    mmio_write32(REG(UARTHS_IE), 0);
+}

@@ -27,5 +27,6 @@ void uarths_putc(int c);
 void uarths_puts(const char *s);
 int uarths_getc(void); // -1 when the RX FIFO is empty
 void uarths_rx_irq_enable(void); // rxwm with rxcnt = 0: pending while the RX FIFO holds anything
+void uarths_rx_irq_disable(void);
 
 #endif
