@@ -74,8 +74,9 @@ def _write_out(stream, data):
     stream.flush()
 
 
-def run_script(board, script, timeout=60.0, out=None, err=None):
-    """Run `script` (bytes) in the raw REPL. Returns (exit status, seconds to the prompt)."""
+def run_script(board, script, timeout=60.0, out=None, err=None, wait_prompt=True):
+    """Run `script` (bytes) in the raw REPL (after waiting for the boot's ">>> " prompt when `wait_prompt`).
+    Returns (exit status: 0 ok / 1 the script raised, (instructions, host seconds) when the prompt came)."""
     out = out or sys.stdout.buffer
     err = err or sys.stderr.buffer
     t0 = time.perf_counter()
@@ -84,10 +85,11 @@ def run_script(board, script, timeout=60.0, out=None, err=None):
     def left():
         return max(0.0, deadline - time.perf_counter())
 
-    try:
-        board.run_until(b">>> ", timeout=min(left(), 20.0))
-    except BoardTimeout:
-        pass  # a boot script may be running: Ctrl-C below interrupts it
+    if wait_prompt:
+        try:
+            board.run_until(b">>> ", timeout=min(left(), 20.0))
+        except BoardTimeout:
+            pass  # a boot script may be running: Ctrl-C below interrupts it
     boot = (board.instructions, time.perf_counter() - t0)
     board.write_uart(b"\r\x03\x03")
     board.write_uart(b"\r\x01")
