@@ -339,3 +339,47 @@ def test_project_firmware_boots_to_the_repl_and_runs_a_script():
     assert (status, out.getvalue()) == (0, b"42\n"), err.getvalue()
     status, _ = run_script(board, b"1/0\n", timeout=30, out=out, err=err, wait_prompt=False)
     assert status == 1 and b"ZeroDivisionError" in err.getvalue()
+
+
+def test_project_firmware_soft_reset_reboots_from_flash():
+    if not FIRMWARE.exists():
+        pytest.skip("build/k210/firmware.bin not built (make -C firmware/k210)")
+    board = Board(str(FIRMWARE))
+    banner = board.run_until(">>> ", max_instructions=200000000)
+    board.write_uart(b"import _board\r_board.reset()\r")
+    board.run_until(b"_board.reset()", max_instructions=200000000)
+    again = board.run_until(">>> ", max_instructions=200000000)
+    assert board.stats()["resets"] == 1
+    assert banner.split(b"\r\n")[0] in again  # the boot banner again: the ROM model reloaded the firmware
+
+
+MNIST = pathlib.Path(os.environ.get("OPENKPU_TESTDATA", ROOT.parent / "shared" / "testdata")) / "mnist_v3_maixpy" \
+    / "mnist.kmodel"
+
+
+def test_project_firmware_runs_a_model_from_flash_on_the_kpu_device(tmp_path):
+    """kpu.load(0x300000) reads the model over SPI3, its KPU layers run on _kpu.KpuDevice through the register
+    block; the output equals CPython's KPU shim on the same model and input."""
+    if not FIRMWARE.exists():
+        pytest.skip("build/k210/firmware.bin not built (make -C firmware/k210)")
+    if not MNIST.exists():
+        pytest.skip("real-model data not found: %s" % MNIST)
+    _kpu = pytest.importorskip("_kpu")
+    if not hasattr(_kpu, "KpuDevice"):
+        pytest.skip("this _kpu build has no KpuDevice")
+    script = (b"import KPU as kpu\n"
+              b"task = kpu.load(0x300000)\n"
+              b"fm = kpu.forward(task, bytes([(i * 7) & 255 for i in range(28 * 28)]))\n"
+              b"print(' '.join('%.6f' % v for v in fm[:]))\n")
+    board = Board(str(FIRMWARE), flash=[(str(MNIST), 0x300000)])
+    out, err = io.BytesIO(), io.BytesIO()
+    status, _ = run_script(board, script, timeout=60, out=out, err=err)
+    assert status == 0, err.getvalue()
+    assert board.kpu_device.layers_run >= 1
+    flash = tmp_path / "flash.bin"
+    flash.write_bytes(b"\xff" * 0x300000 + MNIST.read_bytes())
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import KPU as kpu\n"
+            "kpu.set_flash_image(%r)\n" % (str(ROOT / "modules" / "KPU"), str(flash))) + script.decode()
+    ref = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, check=True).stdout
+    assert out.getvalue() == ref

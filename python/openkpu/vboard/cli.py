@@ -50,6 +50,10 @@ def _print_stats(board, boot=None):
 def cmd_boot(args):
     from .console import PtyConsole, TerminalConsole, interact
     board = _board(args)
+
+    def on_term(_sig, _frame):
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_term)
     if args.pty:
         console = PtyConsole()
         print("vboard: guest UART on %s (Ctrl-C here stops the board)" % console.path, file=sys.stderr)

@@ -92,6 +92,18 @@ class NorFlash(object):
             return 0xFF
         return 0xFF
 
+    def read_bulk(self, n):
+        """`n` data bytes of a read command already past its address/dummy bytes (what n xfer(0) calls would
+        return), or None when the chip is not in a read's data phase. The SSI uses it to fill its RX FIFO fast."""
+        if self.cmd not in READS or len(self.args) < self._need():
+            return None
+        start = (self._addr() + self.pos) % SIZE
+        self.pos += n
+        data = self.image[start:start + n]
+        if len(data) < n:  # wrapped past the end of the chip
+            data += self.image[:n - len(data)]
+        return data
+
     def _addr(self):
         a = self.args
         return (a[0] << 16) | (a[1] << 8) | a[2]

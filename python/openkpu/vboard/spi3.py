@@ -10,6 +10,8 @@ the TX frames, then receive ndf+1 frames), standard frame format only. The RX si
 rxflr reports min(frames left, 32) and the guest can never overrun it. Quad/dual/octal, XIP and DMA are not
 modelled: using them stops the board with a message.
 """
+import collections
+
 from .mmio import Device, Unmodelled
 
 FIFO = 32
@@ -39,7 +41,7 @@ class Spi3(Device):
         self.regs = dict((off, 0) for off in NAMES)
         self.regs[0x5C] = 0x3130312A  # "101*"
         self.tx = []           # frames written, not yet shifted
-        self.rx = []           # frames received, not yet read
+        self.rx = collections.deque()  # frames received, not yet read
         self.rx_left = 0       # frames still to receive in rx-only / EEPROM mode
         self.selected = False
         self.transfers = 0
@@ -56,9 +58,12 @@ class Spi3(Device):
 
     def read32(self, offset):
         if DR_START <= offset < DR_END:
-            self._pump()
-            self._fill_rx()
-            return self.rx.pop(0) if self.rx else 0
+            if not self.rx:
+                self._pump()
+                self._fill_rx()
+                if not self.rx:
+                    return 0  # reading an empty FIFO (an underflow on the chip)
+            return self.rx.popleft()
         if offset not in self.regs:
             raise Unmodelled()
         if offset == 0x20:
@@ -126,7 +131,7 @@ class Spi3(Device):
 
     def _end(self):
         self.tx = []
-        self.rx = []
+        self.rx.clear()
         self.rx_left = 0
         if self.selected:
             self.chip.deselect()
@@ -154,7 +159,7 @@ class Spi3(Device):
         self.transfers += 1
         tmod = self._tmod()
         frames, self.tx = self.tx, []
-        self.rx = []
+        self.rx.clear()
         if tmod == 2:  # rx only: the written word just starts the transfer (SDK writes one dummy word)
             self.rx_left = (self.regs[0x04] & 0xFFFF) + 1
             return
@@ -166,6 +171,18 @@ class Spi3(Device):
 
     def _fill_rx(self):
         """Receive frames on demand (EEPROM / rx-only) so rxflr shows min(left, 32). MOSI is 0 meanwhile [U]."""
+        want = min(self.rx_left, FIFO - len(self.rx))
+        if want <= 0:
+            return
+        width = self._dfs() // 8
+        data = self.chip.read_bulk(want * width)
+        if data is not None:  # a flash read's data phase: take the bytes in one go
+            if width == 1:
+                self.rx.extend(data)
+            else:
+                self.rx.extend(int.from_bytes(data[i:i + width], "big") for i in range(0, len(data), width))
+            self.rx_left -= want
+            return
         while self.rx_left and len(self.rx) < FIFO:
             self.rx.append(self._xfer_frame(0))
             self.rx_left -= 1
