@@ -242,9 +242,31 @@ def test_every_problem_is_reported_at_once(files, tmp_path, capsys):
     assert "nothing was written (5 problems)" in err
 
 
-def test_a_folder_and_an_unreadable_file_are_reported_not_raised(files, tmp_path, capsys, monkeypatch):
-    err = run_pack_expecting_errors([str(tmp_path) + "@0x300000"], tmp_path, capsys)
-    assert "%s is a folder" % tmp_path in err and "no such file" not in err
+def test_a_folder_becomes_the_board_filesystem(tmp_path, capsys):
+    """A folder item is packed as a littlefs image of its files, at the firmware's /flash address by default."""
+    pytest.importorskip("littlefs", reason="littlefs-python (requirements-dev.txt) builds filesystem images")
+    from openkpu import fsimage
+    folder = tmp_path / "board_files"
+    (folder / "models").mkdir(parents=True)
+    (folder / "main.py").write_bytes(b"print('hello from /flash')\n")
+    (folder / "models" / "blob.bin").write_bytes(bytes(range(256)) * 300)
+    out = tmp_path / "fs.kfpkg"
+    assert flashing.main(["pack", "-o", str(out), str(folder)]) == 0
+    assert "littlefs for /flash: 2 files, 76827 bytes" in capsys.readouterr().out
+    (entry,) = read_kfpkg(str(out))
+    assert entry.address == fsimage.FS_ADDRESS and not entry.sha256_prefix
+    assert len(entry.data) % fsimage.BLOCK_SIZE == 0 and len(entry.data) < fsimage.FS_SIZE  # trimmed
+    assert fsimage.read_image(entry.data) == {"main.py": b"print('hello from /flash')\n",
+                                              "models/blob.bin": bytes(range(256)) * 300}
+    # at another address, and a folder that cannot fit
+    assert flashing.main(["pack", "-o", str(out), str(folder) + "@0x900000"]) == 0
+    assert read_kfpkg(str(out))[0].address == 0x900000
+    (folder / "huge.bin").write_bytes(b"\0" * (fsimage.FS_SIZE + 1))
+    err = run_pack_expecting_errors([str(folder)], tmp_path, capsys)
+    assert "do not fit a 3072 KiB filesystem" in err and "LFS_ERR_NOSPC" in err
+
+
+def test_an_unreadable_file_is_reported_not_raised(files, tmp_path, capsys, monkeypatch):
     real_open = open
 
     def no_permission(path, *args, **kwargs):

@@ -1,6 +1,8 @@
 /*
  * openkpu port: `open()` on the C library's stdio (host files; under QEMU, host files through semihosting), and a
- * minimal `os` (stat, remove, getcwd) so scripts can check a model file exists before loading it.
+ * minimal `os` (stat, remove, getcwd) so scripts can check a model file exists before loading it. The K210 port
+ * builds it over its /flash filesystem (OPENKPU_HAVE_FLASH_FS: the POSIX calls of firmware/k210/fs/flash_fs.c), with
+ * listdir, mkdir and rename added.
  */
 #include <stdio.h>
 #include <string.h>
@@ -245,12 +247,54 @@ static mp_obj_t port_os_getcwd(void) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_0(port_os_getcwd_obj, port_os_getcwd);
 
+#if OPENKPU_HAVE_FLASH_FS
+/* The K210 board's /flash (firmware/k210/fs/flash_fs.c): directories too, as MaixPy's os offers them. */
+#include "fs/flash_fs.h"
+
+static void port_os_listdir_entry(void *ctx, const char *name, int is_dir) {
+    mp_obj_list_append(MP_OBJ_FROM_PTR(ctx), mp_obj_new_str(name, strlen(name)));
+}
+
+static mp_obj_t port_os_listdir(size_t n_args, const mp_obj_t *args) {
+    const char *path = n_args ? mp_obj_str_get_str(args[0]) : "";
+    mp_obj_t list = mp_obj_new_list(0, NULL);
+    if (flash_fs_listdir(path, port_os_listdir_entry, MP_OBJ_TO_PTR(list)) != 0) {
+        mp_raise_OSError_with_filename(errno, path);
+    }
+    return list;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(port_os_listdir_obj, 0, 1, port_os_listdir);
+
+static mp_obj_t port_os_mkdir(mp_obj_t path_in) {
+    const char *path = mp_obj_str_get_str(path_in);
+    if (mkdir(path, 0777) != 0) {
+        mp_raise_OSError_with_filename(errno, path);
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(port_os_mkdir_obj, port_os_mkdir);
+
+static mp_obj_t port_os_rename(mp_obj_t from_in, mp_obj_t to_in) {
+    const char *from = mp_obj_str_get_str(from_in);
+    if (rename(from, mp_obj_str_get_str(to_in)) != 0) {
+        mp_raise_OSError_with_filename(errno, from);
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(port_os_rename_obj, port_os_rename);
+#endif
+
 static const mp_rom_map_elem_t port_os_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR_os) },
     { MP_ROM_QSTR(MP_QSTR_stat), MP_ROM_PTR(&port_os_stat_obj) },
     { MP_ROM_QSTR(MP_QSTR_remove), MP_ROM_PTR(&port_os_remove_obj) },
     { MP_ROM_QSTR(MP_QSTR_getcwd), MP_ROM_PTR(&port_os_getcwd_obj) },
     { MP_ROM_QSTR(MP_QSTR_sep), MP_ROM_QSTR(MP_QSTR__slash_) },
+    #if OPENKPU_HAVE_FLASH_FS
+    { MP_ROM_QSTR(MP_QSTR_listdir), MP_ROM_PTR(&port_os_listdir_obj) },
+    { MP_ROM_QSTR(MP_QSTR_mkdir), MP_ROM_PTR(&port_os_mkdir_obj) },
+    { MP_ROM_QSTR(MP_QSTR_rename), MP_ROM_PTR(&port_os_rename_obj) },
+    #endif
 };
 static MP_DEFINE_CONST_DICT(port_os_globals, port_os_globals_table);
 

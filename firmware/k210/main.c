@@ -2,7 +2,8 @@
 /*
  * openkpu MicroPython on the Kendryte K210 (Maix Bit / Dock / Go): REPL on UARTHS (IO4/IO5, 115200 8N1), friendly
  * and raw REPL from shared/runtime/pyexec.c, Ctrl-D soft reset ("MPY: soft reboot"), Ctrl-C through the UARTHS RX
- * interrupt or console polling. No filesystem: scripts arrive over the REPL, models from flash offsets.
+ * interrupt or console polling. Files on /flash (littlefs in the SPI flash, fs/flash_fs.c): boot.py and main.py run
+ * at boot as on MaixPy; models load from files or from flash offsets.
  * firmware/host/main.c is the host/QEMU entry point (argv, files, exit status); a board needs none of that.
  */
 #include <stdio.h>
@@ -26,6 +27,8 @@
 #include "board/spi3_flash.h"
 #include "board/sysctl.h"
 #include "board/uarths.h"
+#include "fs/flash_fs.h"
+#include <sys/stat.h>
 
 // Room below MicroPython's stack limit for the frames it does not check: C library, interrupt entry (528 bytes),
 // the KPU core's deepest calls.
@@ -129,20 +132,15 @@ void mp_hal_delay_ms(mp_uint_t ms) {
     }
 }
 
-/* ---- no filesystem: import finds frozen modules only, open() fails ------------------------------------------ */
+/* ---- files: /flash (open() is firmware/host/file.c over stdio over fs/flash_fs.c) ------------------------- */
 
 mp_import_stat_t mp_import_stat(const char *path) {
-    return MP_IMPORT_STAT_NO_EXIST;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        return MP_IMPORT_STAT_NO_EXIST;
+    }
+    return S_ISDIR(st.st_mode) ? MP_IMPORT_STAT_DIR : MP_IMPORT_STAT_FILE;
 }
-
-mp_lexer_t *mp_lexer_new_from_file(qstr filename) {
-    mp_raise_OSError(MP_ENOENT);
-}
-
-mp_obj_t mp_builtin_open(size_t n_args, const mp_obj_t *args, mp_map_t *kwargs) {
-    mp_raise_OSError(MP_ENOENT); // no filesystem on this port: load models with KPU.load(flash_offset)
-}
-MP_DEFINE_CONST_FUN_OBJ_KW(mp_builtin_open_obj, 1, mp_builtin_open);
 
 /* ---- GC, errors --------------------------------------------------------------------------------------------- */
 
@@ -176,19 +174,48 @@ static void boot_report(void) {
         (unsigned long)(board_c_heap_size() / 1024u), (unsigned long)(board_stack_size() / 1024u));
 }
 
+static void mount_flash(void) {
+    int formatted;
+    unsigned long total, used;
+    if (flash_fs_mount(&formatted) != 0) {
+        printf("openkpu k210: cannot mount or format %s at flash 0x%x: files unavailable\n", FS_MOUNT_POINT,
+            FS_FLASH_ADDRESS);
+        return;
+    }
+    if (flash_fs_usage(&total, &used) == 0) {
+        printf("openkpu k210: %s %s, %lu of %lu KiB used\n", FS_MOUNT_POINT,
+            formatted ? "was empty: formatted" : "mounted", used / 1024u, total / 1024u);
+    }
+}
+
 int main(void) {
     board_init();
     boot_report();
+    mount_flash();
+    int first_boot = 1;
     for (;;) {
         mp_stack_ctrl_init();
         mp_stack_set_limit(board_stack_size() - STACK_MARGIN);
         char *heap = board_gc_heap_start();
         gc_init(heap, heap + board_gc_heap_size());
         mp_init();
+        // MaixPy's sys.path: the current directory (/flash), frozen modules, /flash/lib
         mp_obj_list_init(MP_OBJ_TO_PTR(mp_sys_path), 0);
+        mp_obj_list_append(mp_sys_path, MP_OBJ_NEW_QSTR(MP_QSTR_));
         mp_obj_list_append(mp_sys_path, MP_OBJ_NEW_QSTR(MP_QSTR__dot_frozen));
+        mp_obj_list_append(mp_sys_path, mp_obj_new_str("/flash/lib", 10));
         mp_obj_list_init(MP_OBJ_TO_PTR(mp_sys_argv), 0);
         readline_init0();
+
+        // boot.py, then main.py, as on MaixPy (a Ctrl-C stops either); only after a reset, not a soft reboot,
+        // so a runaway main.py can be replaced over the raw REPL
+        if (first_boot) {
+            first_boot = 0;
+            pyexec_file_if_exists("boot.py");
+            if (pyexec_mode_kind == PYEXEC_MODE_FRIENDLY_REPL) {
+                pyexec_file_if_exists("main.py");
+            }
+        }
 
         for (;;) {
             int ret = pyexec_mode_kind == PYEXEC_MODE_RAW_REPL ? pyexec_raw_repl() : pyexec_friendly_repl();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // openkpu K210 port configuration: the host port's (same core features, same float and int behaviour), with a
-// board's name, no file reader (there is no filesystem: models come from flash offsets) and the KPU on the chip.
+// board's name, files on the /flash filesystem (littlefs on the SPI flash, behind POSIX calls) and the KPU on the
+// chip.
 #include "../host/mpconfigport.h"
 
 // These names are expanded where they are used, so redefining them here is enough.
@@ -11,5 +12,5 @@
 #define OPENKPU_MCU_NAME "Kendryte K210"
 #define MICROPY_BANNER_MACHINE MICROPY_HW_BOARD_NAME " with " MICROPY_HW_MCU_NAME
 
-#undef MICROPY_READER_POSIX
-#define MICROPY_READER_POSIX (0)
+// py/reader.c over open/read/close: scripts and modules import from /flash
+#define OPENKPU_HAVE_FLASH_FS (1)

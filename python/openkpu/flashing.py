@@ -5,7 +5,9 @@
     scripts/flash_board.py write ...              (the same, from a checkout)
 
 An ITEM is `FILE@ADDRESS` (decimal, 0x hex, or with a K/M suffix: 3M = 0x300000), a `.kfpkg` to merge (its files
-keep their own addresses), or a firmware `.bin` without an address (it goes to 0, as with kflash). For example
+keep their own addresses), a firmware `.bin` without an address (it goes to 0, as with kflash), or a FOLDER: its
+files become the openkpu firmware's `/flash` filesystem (a littlefs image at 0xD00000 unless FOLDER@ADDRESS; see
+openkpu.fsimage). For example
 
     python -m openkpu.flashing write -p /dev/ttyUSB0 -b 1500000 maixpy.bin digits.kmodel@0x300000
 
@@ -176,7 +178,7 @@ def segments_from_item(text, order):
     """The segments one command-line item stands for (several for a .kfpkg)."""
     path, address = split_item(text)
     if os.path.isdir(path):
-        raise PlanError(["%s is a folder: name the files to flash" % path])
+        return [_filesystem_segment(path, address, order)]
     if not os.path.isfile(path):
         raise PlanError(["%s: no such file" % path])
     if is_kfpkg(path):
@@ -189,6 +191,25 @@ def segments_from_item(text, order):
         address = 0
     firmware = address == 0 and not is_kmodel(path)  # the boot ROM reads firmware at 0 behind its header
     return [Segment(path, os.path.basename(path), address, data, firmware, order)]
+
+
+def _filesystem_segment(folder, address, order):
+    """A folder becomes the board's filesystem: a littlefs image of its files, at the firmware's /flash address."""
+    from openkpu import fsimage
+    if address is None:
+        address = fsimage.FS_ADDRESS
+    try:
+        files = fsimage.files_of_folder(folder)
+        image = fsimage.make_image(files, trim=True)
+    except OSError as e:
+        raise PlanError(["%s: cannot read the folder: %s" % (folder, e.strerror or e)])
+    except fsimage.FsImageError as e:
+        raise PlanError(["%s: %s" % (folder, e)])
+    seg = Segment(folder, "fs_%s.img" % (os.path.basename(os.path.normpath(folder)) or "root"), address, image,
+                  False, order)
+    seg.note = "littlefs for %s: %d file%s, %d bytes" % (fsimage.MOUNT_POINT, len(files), "" if len(files) == 1
+                                                           else "s", sum(map(len, files.values())))
+    return seg
 
 
 def _read(path):
@@ -518,7 +539,8 @@ def build_parser(prog=None):
     sub.required = True
     items = argparse.ArgumentParser(add_help=False)
     items.add_argument("items", nargs="+", metavar="ITEM",
-                       help="FILE@ADDRESS (e.g. digits.kmodel@0x300000), a .kfpkg to merge, or a firmware .bin (at 0)")
+                       help="FILE@ADDRESS (e.g. digits.kmodel@0x300000), a .kfpkg to merge, a firmware .bin (at 0), or a "
+                            "FOLDER for the firmware's /flash filesystem (littlefs at 0xD00000)")
     items.add_argument("--flash-size", type=_flash_size_arg, default=DEFAULT_FLASH_SIZE, metavar="SIZE",
                        help="the board's SPI flash size (default 16M)")
     pack = sub.add_parser("pack", parents=[items], help="write the checked plan as a .kfpkg")

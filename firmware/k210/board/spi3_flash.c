@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPI3 NOR flash reads: EEPROM transfer mode with 8-bit frames (one byte per FIFO entry, so no byte-order
 // question), the command and address pushed before CS is asserted, then the receive FIFO drained by polling.
+// Writes (for the /flash filesystem): transmit-only bursts that fit the 32-entry FIFO. The SSI raises CS when its
+// transmit FIFO runs empty, so a command is only safe if it is wholly queued before CS is asserted: a page program
+// goes out as several programs of at most 28 data bytes, each a single burst.
 #include "mmio.h"
 #include "spi3_flash.h"
 
@@ -35,6 +38,7 @@ uint32_t spi3_flash_sclk_hz(void) {
 // One EEPROM-mode transfer: cmd_len command bytes out, n (1..65536) bytes in.
 static int eeprom_transfer(const uint8_t *cmd, size_t cmd_len, uint8_t *buf, size_t n) {
     mmio_write32(REG(SSI_SSIENR), 0);
+    mmio_write32(REG(SSI_CTRLR0), SPI3_CTRLR0_DFS_8 | SPI3_CTRLR0_TMOD_EEPROM);
     mmio_write32(REG(SSI_CTRLR1), (uint32_t)(n - 1u));
     mmio_write32(REG(SSI_SSIENR), 1);
     for (size_t i = 0; i < cmd_len; i++) {
@@ -99,4 +103,82 @@ uint32_t spi3_flash_size(void) {
         return 2u << id[1];
     }
     return FLASH_DEFAULT_SIZE;
+}
+
+// One CS-low burst of at most SSI_FIFO_DEPTH bytes, transmit only; waits until the last bit is out.
+static int tx_burst(const uint8_t *frames, size_t n) {
+    mmio_write32(REG(SSI_SSIENR), 0);
+    mmio_write32(REG(SSI_CTRLR0), SPI3_CTRLR0_DFS_8 | SPI3_CTRLR0_TMOD_TX);
+    mmio_write32(REG(SSI_SSIENR), 1);
+    for (size_t i = 0; i < n; i++) {
+        mmio_write32(REG(SSI_DR), frames[i]);
+    }
+    mmio_write32(REG(SSI_SER), SPI3_CS0);
+    int status = -1;
+    for (uint32_t polls = 0; polls < SPI3_STALL_LIMIT; polls++) {
+        uint32_t sr = mmio_read32(REG(SSI_SR));
+        if ((sr & SSI_SR_TFE) && !(sr & SSI_SR_BUSY)) {
+            status = 0;
+            break;
+        }
+    }
+    mmio_write32(REG(SSI_SER), 0);
+    mmio_write32(REG(SSI_SSIENR), 0);
+    return status;
+}
+
+// Wait for the end of a program or erase (W25Q128: page 3 ms, sector 400 ms at most).
+static int wait_ready(void) {
+    for (uint32_t polls = 0; polls < SPI3_STALL_LIMIT; polls++) {
+        const uint8_t cmd[1] = {FLASH_CMD_READ_STATUS};
+        uint8_t st;
+        if (eeprom_transfer(cmd, sizeof(cmd), &st, 1) != 0) {
+            return -1;
+        }
+        if (!(st & 1u)) {
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int write_enable(void) {
+    const uint8_t cmd[1] = {FLASH_CMD_WRITE_ENABLE};
+    return tx_burst(cmd, sizeof(cmd));
+}
+
+int spi3_flash_erase_sector(uint32_t addr) {
+    const uint8_t cmd[4] = {FLASH_CMD_SECTOR_ERASE, (uint8_t)(addr >> 16), (uint8_t)(addr >> 8), (uint8_t)addr};
+    if (write_enable() != 0 || tx_burst(cmd, sizeof(cmd)) != 0) {
+        return -1;
+    }
+    return wait_ready();
+}
+
+int spi3_flash_program(uint32_t addr, const uint8_t *buf, size_t len) {
+    uint8_t frames[SSI_FIFO_DEPTH];
+    while (len > 0) {
+        size_t n = SSI_FIFO_DEPTH - 4u;
+        size_t to_page_end = FLASH_PAGE_SIZE - (addr % FLASH_PAGE_SIZE);
+        if (n > to_page_end) {
+            n = to_page_end;
+        }
+        if (n > len) {
+            n = len;
+        }
+        frames[0] = FLASH_CMD_PAGE_PROGRAM;
+        frames[1] = (uint8_t)(addr >> 16);
+        frames[2] = (uint8_t)(addr >> 8);
+        frames[3] = (uint8_t)addr;
+        for (size_t i = 0; i < n; i++) {
+            frames[4 + i] = buf[i];
+        }
+        if (write_enable() != 0 || tx_burst(frames, 4u + n) != 0 || wait_ready() != 0) {
+            return -1;
+        }
+        addr += (uint32_t)n;
+        buf += n;
+        len -= n;
+    }
+    return 0;
 }
