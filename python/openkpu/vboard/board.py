@@ -2,11 +2,17 @@
 """The virtual Maix board: a Unicorn RV64 hart, 8 MiB SRAM, the peripheral models and the run loop.
 
 The CPU runs in `emu_start(pc, 0, count=N)` slices (no per-instruction hook: full speed). Between slices the board
-advances virtual time (one instruction = one CPU cycle; CLINT mtime = instructions / 50), refreshes device
+advances virtual time (one instruction = one CPU cycle; CLINT mtime = cycles / 50), refreshes device
 interrupt lines and injects an interrupt when one is pending and enabled, emulating the trap entry that Unicorn
 never performs (k210-board.md section 11). Slices are cut exactly at the next timer deadline. Synchronous
 exceptions reach UC_HOOK_INTR and enter the guest's mtvec the same way. Faults (unmodelled address, ebreak, KPU
 fault, ...) are recorded by the models and raised as BoardFault at the slice end.
+
+wfi: Unicorn 2.1.4 ends emu_start right after a `wfi` (checked here; the PC is the next instruction), and how many
+instructions ran before it is not reported. The board models wfi as "sleep until the next slice boundary", where
+interrupts are checked: a slice that ended at a wfi counts as N cycles of virtual time (deterministic), and is not
+counted in `instructions` or the MIPS figure. An idle guest therefore costs almost no host time, and its virtual
+clock runs ahead of the host's (interactive sessions throttle it to real time: console.interact).
 
     board = Board("build/k210/firmware.bin", flash=[("model.kmodel", 0x300000)])
     board.run_until(b">>> ", timeout=10)
@@ -86,7 +92,10 @@ class Board(object):
         self.fault_pc = None
         self.fault_address = None
         self._reset_reason = None
-        self.instructions = 0
+        self.cycles = 0                 # virtual CPU cycles: drives mtime and virtual seconds
+        self.instructions = 0           # instructions known to have run (slices that did not end at a wfi)
+        self.wfi_slices = 0             # slices that ended at a wfi (the rest of the slice was idle)
+        self.busy_host_seconds = 0.0    # host time of the slices counted in `instructions`
         self.virtual_seconds = 0.0
         self.host_seconds = 0.0
         self.interrupts_taken = 0
@@ -232,7 +241,7 @@ class Board(object):
             raise BoardFault(self.fault)
 
     def step(self, limit=None):
-        """Run one slice of at most `limit` instructions, then deliver interrupts. BoardFault when the board stops."""
+        """Run one slice of at most `limit` cycles (interrupts pending at its start are taken first). BoardFault when the board stops."""
         self._check_fault()
         uc = self.uc
         cause = self._pending_interrupt()  # e.g. host input queued since the last slice
@@ -242,7 +251,7 @@ class Board(object):
             self._check_fault()
         n = self.slice if limit is None else max(1, min(self.slice, limit))
         if uc.reg_read(R.UC_RISCV_REG_MIE) & (1 << IRQ_MTI):
-            until = self.clint.instructions_until_mtip()
+            until = self.clint.cycles_until_mtip()
             if until > 0:
                 n = min(n, until)
         self._slice_exceptions = 0
@@ -253,10 +262,16 @@ class Board(object):
         except UcError as e:
             self.host_seconds += time.perf_counter() - t0
             self._emu_error(e)
-        self.host_seconds += time.perf_counter() - t0
-        self.instructions += n
+        dt = time.perf_counter() - t0
+        self.host_seconds += dt
+        self.cycles += n
         self.virtual_seconds += n / float(hz)
         self.pc = uc.reg_read(R.UC_RISCV_REG_PC)
+        if self._after_wfi(self.pc):
+            self.wfi_slices += 1
+        else:
+            self.instructions += n
+            self.busy_host_seconds += dt
         lone, lone_pc = self.kpu.slice_end()
         if lone:
             self.stop_fault(lone, pc=lone_pc, address=KpuRegisters.base)
@@ -279,23 +294,32 @@ class Board(object):
                 self.stop_fault("CPU stopped at pc 0x%x: %s" % (pc, err), pc=pc)
         raise BoardFault(self.fault)
 
+    def _after_wfi(self, pc):
+        """Did the slice stop right after a wfi (0x10500073)? Then it may have ended early (see the module doc)."""
+        try:
+            return bytes(self.uc.mem_read(pc - 4, 4)) == b"\x73\x00\x50\x10"
+        except UcError:
+            return False
+
     @staticmethod
     def _mapped(addr):
         return any(b <= addr < b + MEM_SIZE for b in (SRAM_BASE, UNCACHED_BASE, HIGH_ALIAS))
 
     def run(self, max_instructions):
-        """Run `max_instructions` (in slices). BoardFault if the board stops."""
-        end = self.instructions + max_instructions
-        while self.instructions < end:
-            self.step(end - self.instructions)
+        """Run `max_instructions` CPU cycles (instructions, or idle cycles of a hart in wfi) in slices.
+        BoardFault if the board stops."""
+        end = self.cycles + max_instructions
+        while self.cycles < end:
+            self.step(end - self.cycles)
 
     def run_until(self, expect, max_instructions=None, timeout=None):
         """Run until `expect` (bytes/str) appears in the unread UART output, or `expect(board)` is true.
         Returns the output up to and including the match (it is consumed), or True for a predicate.
-        BoardTimeout after max_instructions or `timeout` host seconds; BoardFault if the board stops."""
+        BoardTimeout after max_instructions CPU cycles (see run) or `timeout` host seconds; BoardFault if the board
+        stops."""
         if isinstance(expect, str):
             expect = expect.encode()
-        start = self.instructions
+        start = self.cycles
         t0 = time.perf_counter()
         searched = self._cursor
         while True:
@@ -310,12 +334,12 @@ class Board(object):
                     self._cursor = end
                     return out
                 searched = len(self.uart_log)
-            done = self.instructions - start
+            done = self.cycles - start
             if max_instructions is not None and done >= max_instructions:
-                raise BoardTimeout("no %r after %d instructions; output so far: %r"
+                raise BoardTimeout("no %r after %d cycles; output so far: %r"
                                    % (expect, done, bytes(self.uart_log[self._cursor:][-400:])))
             if timeout is not None and time.perf_counter() - t0 > timeout:
-                raise BoardTimeout("no %r after %.1f s (%d instructions); output so far: %r"
+                raise BoardTimeout("no %r after %.1f s (%d cycles); output so far: %r"
                                    % (expect, timeout, done, bytes(self.uart_log[self._cursor:][-400:])))
             self.step(None if max_instructions is None else max_instructions - done)
 
@@ -332,13 +356,17 @@ class Board(object):
         return out
 
     def stats(self):
-        host = self.host_seconds
+        """instructions (known executed), cycles (virtual, incl. wfi idle), mtime, virtual/host seconds, MIPS
+        (instructions per host second of the slices that ran them), interrupts/exceptions taken, KPU layers."""
+        busy = self.busy_host_seconds
         return {
             "instructions": self.instructions,
+            "cycles": self.cycles,
+            "wfi_slices": self.wfi_slices,
             "mtime": self.clint.mtime(),
             "virtual_seconds": self.virtual_seconds,
-            "host_seconds": host,
-            "mips": self.instructions / host / 1e6 if host > 0 else 0.0,
+            "host_seconds": self.host_seconds,
+            "mips": self.instructions / busy / 1e6 if busy > 0 else 0.0,
             "cpu_hz": self.sysctl.cpu_hz(),
             "interrupts": self.interrupts_taken,
             "exceptions": self.exceptions_taken,

@@ -35,16 +35,25 @@ def _add_common(p):
                         "header is a flash dump, anything else a bare firmware)")
     p.add_argument("--kpu-hang", action="store_true", help="fault injection: the KPU never raises calc_done")
     p.add_argument("--stats", action="store_true", help="print instructions, virtual/host time and MIPS at the end")
+    p.add_argument("--save-flash", metavar="FILE",
+                   help="write the 16 MiB flash (as the guest left it: programs/erases included) to FILE at the end")
 
 
 def _print_stats(board, boot=None):
     s = board.stats()
-    line = ("vboard: %d instructions, %.3f s virtual at %.0f MHz, %.3f s host, %.0f MIPS, %d interrupts, "
-            "%d KPU layers" % (s["instructions"], s["virtual_seconds"], s["cpu_hz"] / 1e6, s["host_seconds"],
-                               s["mips"], s["interrupts"], s["kpu_layers"]))
+    line = ("vboard: %d instructions (+ %d wfi-ended slices), %.3f s virtual at %.0f MHz, %.3f s host, %.0f MIPS, "
+            "%d interrupts, %d KPU layers" % (s["instructions"], s["wfi_slices"], s["virtual_seconds"],
+                                              s["cpu_hz"] / 1e6, s["host_seconds"], s["mips"], s["interrupts"],
+                                              s["kpu_layers"]))
     if boot:
-        line += "; prompt after %d instructions, %.3f s host" % boot
+        line += "; prompt after %d cycles, %.3f s host" % boot
     print(line, file=sys.stderr)
+
+
+def _save_flash(board, args):
+    if board is not None and getattr(args, "save_flash", None):
+        with open(args.save_flash, "wb") as f:
+            f.write(board.flash)
 
 
 def cmd_boot(args):
@@ -67,6 +76,7 @@ def cmd_boot(args):
     except KeyboardInterrupt:
         pass
     finally:
+        _save_flash(board, args)
         if args.stats:
             _print_stats(board)
     print("\r\nvboard: stopped", file=sys.stderr)
@@ -80,7 +90,7 @@ def _write_out(stream, data):
 
 def run_script(board, script, timeout=60.0, out=None, err=None, wait_prompt=True):
     """Run `script` (bytes) in the raw REPL (after waiting for the boot's ">>> " prompt when `wait_prompt`).
-    Returns (exit status: 0 ok / 1 the script raised, (instructions, host seconds) when the prompt came)."""
+    Returns (exit status: 0 ok / 1 the script raised, (cycles, host seconds) when the prompt came)."""
     out = out or sys.stdout.buffer
     err = err or sys.stderr.buffer
     t0 = time.perf_counter()
@@ -94,7 +104,7 @@ def run_script(board, script, timeout=60.0, out=None, err=None, wait_prompt=True
             board.run_until(b">>> ", timeout=min(left(), 20.0))
         except BoardTimeout:
             pass  # a boot script may be running: Ctrl-C below interrupts it
-    boot = (board.instructions, time.perf_counter() - t0)
+    boot = (board.cycles, time.perf_counter() - t0)
     board.write_uart(b"\r\x03\x03")
     board.write_uart(b"\r\x01")
     board.run_until(RAW_BANNER, timeout=left())
@@ -137,9 +147,11 @@ def cmd_run(args):
         sys.stdout.flush()
         kind = {BootError: "boot error", BoardFault: "board fault", BoardTimeout: "timeout"}.get(type(e), "error")
         print("vboard: %s: %s" % (kind, e), file=sys.stderr)
+        _save_flash(board, args)
         if board is not None and args.stats:
             _print_stats(board)
         return 2
+    _save_flash(board, args)
     if args.stats:
         _print_stats(board, boot)
     return status

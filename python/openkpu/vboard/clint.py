@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """CLINT (0x02000000): msip, mtimecmp and mtime (k210-board.md section 5).
 
-mtime is virtual: the board counts executed instructions and one instruction stands for one CPU cycle, so mtime =
-instructions / 50 (the chip's ACLK/50) — deterministic, independent of host speed. Inside a slice the board only
-knows the count at the slice start, so mtime advances in slice steps. 64-bit registers arrive as two 32-bit
+mtime is virtual: the board counts CPU cycles (one executed instruction = one cycle; a hart asleep in wfi spends the
+rest of its slice idle) and mtime = cycles / 50 (the chip's ACLK/50) — deterministic, independent of host speed.
+Inside a slice the board only knows the count at the slice start, so mtime advances in slice steps. 64-bit registers arrive as two 32-bit
 halves, low first: a read of mtime's low half snapshots the value so the high half read cannot tear.
 """
 from .mmio import Device, Unmodelled
@@ -28,7 +28,7 @@ class Clint(Device):
         self._snapshot = None
 
     def mtime(self):
-        return (self.board.instructions // 50 + self.mtime_offset) & MASK64
+        return (self.board.cycles // 50 + self.mtime_offset) & MASK64
 
     def read32(self, offset):
         if offset < 4 * HARTS and not offset & 3:
@@ -67,10 +67,10 @@ class Clint(Device):
     def mtip(self):
         return self.mtime() >= self.mtimecmp[0]
 
-    def instructions_until_mtip(self):
-        """How many instructions until mtime reaches mtimecmp (0 if already), for cutting slices exactly."""
+    def cycles_until_mtip(self):
+        """How many cycles until mtime reaches mtimecmp (0 if already), for cutting slices exactly."""
         ticks = self.mtimecmp[0] - self.mtime()
         if ticks <= 0:
             return 0
-        # mtime = instructions // 50 + offset: the first count with mtime >= cmp
-        return ticks * 50 - self.board.instructions % 50
+        # mtime = cycles // 50 + offset: the first count with mtime >= cmp
+        return ticks * 50 - self.board.cycles % 50

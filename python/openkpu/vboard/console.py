@@ -92,9 +92,14 @@ class PtyConsole(object):
             raise
 
 
-def interact(board, console):
-    """Run the board with `console` until the user quits; BoardFault propagates."""
+def interact(board, console, realtime=True):
+    """Run the board with `console` until the user quits; BoardFault propagates. With `realtime`, virtual time is
+    not allowed to run ahead of the host clock (an idle guest sleeping in wfi would otherwise race through
+    time.sleep() and burn a host core): the board pauses while it is ahead."""
+    import time
     board.console = console.write
+    t0 = time.perf_counter()
+    v0 = board.virtual_seconds
     pending = board.read_uart()  # anything printed before the console was attached
     if pending:
         console.write(pending)
@@ -103,6 +108,10 @@ def interact(board, console):
         if data:
             board.write_uart(data)
         board.step()
+        if realtime:
+            ahead = (board.virtual_seconds - v0) - (time.perf_counter() - t0)
+            if ahead > 0.002:
+                time.sleep(min(ahead, 0.02))
         board.read_uart()  # the console got it already; keep the log from growing without bound
         if len(board.uart_log) > 1 << 20:
             del board.uart_log[:len(board.uart_log) - (1 << 16)]
