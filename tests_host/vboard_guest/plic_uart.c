@@ -32,7 +32,13 @@ int main(void) {
     csr_set(mie, 1 << 11);
     csr_set(mstatus, 8);
     puts_("READY\r\n");
-    while (n < 3) {}
+    /* the firmware's idle idiom: mask, check, wfi (wakes on a pending interrupt whatever MIE says), unmask:
+       the interrupt must be taken right after the unmask */
+    while (n < 3) {
+        csr_clear(mstatus, 8);
+        if (n < 3) __asm__ volatile("wfi");
+        csr_set(mstatus, 8);
+    }
     csr_clear(mstatus, 8);
     buf[n] = 0;
     puts_("GOT "); puts_((const char *)buf);

@@ -52,6 +52,8 @@ IRQ_MSI, IRQ_MTI, IRQ_MEI = 3, 7, 11
 CAUSE_NAMES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
                3: "breakpoint", 4: "load address misaligned", 5: "load access fault",
                6: "store address misaligned", 7: "store access fault", 11: "environment call from M-mode"}
+SHORT_SLICE = 1        # instructions per slice while an interrupt waits for mstatus.MIE (single steps)
+SHORT_SLICES = 64      # at most this many in a row
 EXCEPTION_STORM = 100000  # synchronous exceptions in one slice: the guest's trap handler is faulting itself
 
 # What lives at addresses the board does not model, for the stop message.
@@ -102,6 +104,7 @@ class Board(object):
         self.exceptions_taken = 0
         self.resets = 0
         self._slice_exceptions = 0
+        self._short_slices = SHORT_SLICES
 
         self.mem = (ctypes.c_ubyte * MEM_SIZE)()
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV64)
@@ -221,10 +224,11 @@ class Board(object):
             self.exceptions_taken += 1
         return True
 
-    def _pending_interrupt(self):
+    def _pending_interrupt(self, ignore_mstatus=False):
+        """The interrupt to take now (MEI > MSI > MTI) among those pending and enabled in mie; None if none, or if
+        mstatus.MIE is off (unless `ignore_mstatus`: what wakes a wfi)."""
         uc = self.uc
-        mstatus = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
-        if not mstatus & MSTATUS_MIE:
+        if not ignore_mstatus and not uc.reg_read(R.UC_RISCV_REG_MSTATUS) & MSTATUS_MIE:
             return None
         mie = uc.reg_read(R.UC_RISCV_REG_MIE)
         if mie & (1 << IRQ_MEI) and self.plic.meip():
@@ -250,6 +254,16 @@ class Board(object):
             self.pc = uc.reg_read(R.UC_RISCV_REG_PC)
             self._check_fault()
         n = self.slice if limit is None else max(1, min(self.slice, limit))
+        if cause is None and self._pending_interrupt(ignore_mstatus=True) is not None:
+            # Pending but masked by mstatus.MIE: the guest is likely in "mask, check, wfi, unmask" and will take it
+            # right after unmasking. Interrupts are only injected between slices, so run short slices for a while
+            # to catch the unmask within SHORT_SLICE instructions (bounded: a long masked section runs at full speed
+            # after SHORT_SLICES of them).
+            if self._short_slices > 0:
+                self._short_slices -= 1
+                n = min(n, SHORT_SLICE)
+        else:
+            self._short_slices = SHORT_SLICES
         if uc.reg_read(R.UC_RISCV_REG_MIE) & (1 << IRQ_MTI):
             until = self.clint.cycles_until_mtip()
             if until > 0:
