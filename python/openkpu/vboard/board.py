@@ -152,7 +152,7 @@ class Board(object):
         self.resets += 1
         self._boot()
 
-    # --- hooks (never raise, never stop inside an MMIO callback) -------------------------------------------------------
+    # --- hooks (never raise; MMIO callbacks never stop the CPU: they record and the slice end stops) -------------
     def stop_fault(self, message, pc=None, address=None):
         if self.fault is None:
             self.fault = message
@@ -245,7 +245,8 @@ class Board(object):
             raise BoardFault(self.fault)
 
     def step(self, limit=None):
-        """Run one slice of at most `limit` cycles (interrupts pending at its start are taken first). BoardFault when the board stops."""
+        """Run one slice of at most `limit` cycles (interrupts pending at its start are taken first).
+        BoardFault when the board stops."""
         self._check_fault()
         uc = self.uc
         cause = self._pending_interrupt()  # e.g. host input queued since the last slice

@@ -9,7 +9,6 @@ MicroPython's raw REPL, sends the script, prints what it prints (stdout; the tra
 the script raised, 0 when it ended, 2 for a board fault, a boot error or a timeout.
 """
 import argparse
-import os
 import signal
 import sys
 import time

@@ -3,8 +3,9 @@
 
 mtime is virtual: the board counts CPU cycles (one executed instruction = one cycle; a hart asleep in wfi spends the
 rest of its slice idle) and mtime = cycles / 50 (the chip's ACLK/50) — deterministic, independent of host speed.
-Inside a slice the board only knows the count at the slice start, so mtime advances in slice steps. 64-bit registers arrive as two 32-bit
-halves, low first: a read of mtime's low half snapshots the value so the high half read cannot tear.
+Inside a slice the board only knows the count at the slice start, so mtime advances in slice steps. 64-bit
+registers arrive as two 32-bit halves, low first: a read of mtime's low half snapshots the value so the high half
+read cannot tear.
 """
 from .mmio import Device, Unmodelled
 
