@@ -402,3 +402,22 @@ def test_unmapped_fetch_names_the_region():
     board = Board(lui_t0 + jalr, image_kind="firmware")
     with pytest.raises(BoardFault, match=r"instruction fetch at 0xffffffff88000000 \(boot ROM, not modelled\)"):
         board.run(1000)
+
+
+def test_project_firmware_flash_filesystem_persists_in_the_flash_image():
+    """The firmware's /flash (littlefs over SPI3 erase/program) written on one board is read on a board booted
+    from the first one's flash bytes."""
+    if not FIRMWARE.exists():
+        pytest.skip("build/k210/firmware.bin not built (make -C firmware/k210)")
+    board = Board(str(FIRMWARE))
+    out, err = io.BytesIO(), io.BytesIO()
+    status, _ = run_script(board, b"f = open('/flash/vb.txt', 'w')\nf.write('kept')\nf.close()\n", timeout=60,
+                           out=out, err=err)
+    if status and b"ENOENT" in err.getvalue():
+        pytest.skip("this firmware has no /flash filesystem")
+    assert status == 0, err.getvalue()
+    assert board.flash_chip.erased > 0 and board.flash_chip.programmed > 0
+    again = Board(bytes(board.flash), image_kind="flash")
+    status, _ = run_script(again, b"print(open('/flash/vb.txt').read())\n", timeout=60, out=out, err=err)
+    assert status == 0, err.getvalue()
+    assert out.getvalue().endswith(b"kept\n")
