@@ -175,7 +175,8 @@ int okpu_model_layer_count(const okpu_model *model);
 int okpu_model_layer_info(const okpu_model *model, int index, okpu_layer_info *out);
 void okpu_model_memory(const okpu_model *model, okpu_memory_info *out);
 
-/* The emulated KPU RAM (2 MiB) for inspection, NULL on the hardware backend. */
+/* The KPU RAM (2 MiB) for inspection: the emulator's, or on the K210 backend the chip's own (the port's kpu_ram:
+ * the uncached AI SRAM on a board), so a board's KPU RAM after a run can be compared with the emulator's. */
 const uint8_t *okpu_model_kpu_ram(const okpu_model *model);
 
 

@@ -448,7 +448,8 @@ PyMODINIT_FUNC PyInit__kpu(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "KPU_RAM_SIZE", (long)OKPU_KPU_RAM_SIZE) < 0 ||
+    if (PyModule_AddStringConstant(m, "BACKEND", "emulator") < 0 || /* the board's _kpu says "k210" */
+        PyModule_AddIntConstant(m, "KPU_RAM_SIZE", (long)OKPU_KPU_RAM_SIZE) < 0 ||
         PyModule_AddIntConstant(m, "KPU_RAM_ROWS", (long)OKPU_KPU_RAM_ROWS) < 0 ||
         PyModule_AddIntConstant(m, "KPU_ROW_BYTES", (long)OKPU_KPU_ROW_BYTES) < 0 ||
         PyModule_AddIntConstant(m, "BOARD_SRAM_SIZE", (long)OKPU_BOARD_SRAM_SIZE) < 0 ||

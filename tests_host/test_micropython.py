@@ -138,9 +138,14 @@ def _real_model_files(d):
             (d / ("iris_cut%d.kmodel" % cut)).write_bytes(data[:cut])
 
 
+# test_models_from_flash.py on a PC: the tiny model in the workdir's flash dump, plain and word-swapped
+FLASH_MODELS = [("tiny_fc", 0x10000, "load"), ("tiny_fc_swapped", 0x20000, "load_flash")]
+
+
 def prelude(workdir):
     td = repr(str(TESTDATA)) if TESTDATA.exists() else "None"
-    return "WORKDIR = %r\nTESTDATA = %s\n" % (str(workdir), td)
+    return "WORKDIR = %r\nTESTDATA = %s\nFLASH_MODELS = %r\nFLASH_IMAGE = %r\n" % (
+        str(workdir), td, FLASH_MODELS, str(workdir / "flash.bin"))
 
 
 def script_source(name, workdir):

@@ -480,7 +480,7 @@ void okpu_model_memory(const okpu_model *m, okpu_memory_info *out)
 
 const uint8_t *okpu_model_kpu_ram(const okpu_model *m)
 {
-    if (!m || !m->kpu || m->opts.backend != OKPU_BACKEND_EMULATOR)
+    if (!m || !m->kpu)
         return NULL;
     return m->kpu->ram;
 }

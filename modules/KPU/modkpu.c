@@ -740,6 +740,12 @@ static const mp_rom_map_elem_t kpu_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR_ERR_MODELS_FULL), MP_ROM_INT(OKPU_ERR_MODELS_FULL) },
     { MP_ROM_QSTR(MP_QSTR_ERR_SIZE_NOTMATCH), MP_ROM_INT(OKPU_ERR_SIZE_NOTMATCH) },
     { MP_ROM_QSTR(MP_QSTR_SYSTEM_HEAP), MP_ROM_INT(MICROPY_PY_KPU_SYSTEM_HEAP) },
+    // which KPU runs the layers: the emulator's arithmetic options (act_round, conv_offset) do not apply to a chip
+    #ifdef OKPU_HAVE_K210_HW
+    { MP_ROM_QSTR(MP_QSTR_BACKEND), MP_ROM_QSTR(MP_QSTR_k210) },
+    #else
+    { MP_ROM_QSTR(MP_QSTR_BACKEND), MP_ROM_QSTR(MP_QSTR_emulator) },
+    #endif
 };
 static MP_DEFINE_CONST_DICT(kpu_module_globals, kpu_module_globals_table);
 

@@ -262,7 +262,9 @@ static void compare_model(const char *path, int required)
               "%s: the peripheral ran %u layers, the model has %d KPU layers", path, sim.layers_run, kpu_layers);
         CHECK(sim.bad_words == 0 && sim.silicon_rc == OKPU_OK, "%s: %d malformed pushes, silicon: %s", path,
               sim.bad_words, sim.silicon_err.message);
-        CHECK(okpu_model_kpu_ram(b) == NULL, "%s: the hardware backend must not expose an emulated RAM", path);
+        CHECK(okpu_model_kpu_ram(b) == port.kpu_ram, "%s: the hardware backend shows the chip's KPU RAM", path);
+        CHECK(memcmp(okpu_model_kpu_ram(a), okpu_model_kpu_ram(b), OKPU_KPU_RAM_SIZE) == 0,
+              "%s: KPU RAM after the run differs between the emulator and the chip", path);
         for (i = 0; i < okpu_model_output_count(a); i++) {
             okpu_tensor ta, tb;
             const uint8_t *da, *db;

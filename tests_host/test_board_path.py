@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The whole user path on the virtual Maix board, as a user with a real one walks it:
+
+1. `make firmware` builds build/k210/firmware.bin;
+2. `openkpu flash pack` puts it at 0, the real models at flash offsets (and one word-swapped for load_flash) and a
+   folder of files as the /flash filesystem into one .kfpkg;
+3. the real kflash writes that package over a serial line into a fake K210's flash (fake_k210_isp.FakeK210);
+4. `openkpu vboard boot --pty` boots the very bytes kflash wrote, through the boot ROM model;
+5. scripts/serial_runner.py's raw REPL runs every tests_device/ script there. Each prints the same lines as on the
+   host MicroPython (whose outputs test_micropython.py compares with CPython's), and the real models loaded from
+   flash offsets give the PC emulator's output bytes.
+
+Skips, saying why, without the RISC-V toolchain, Unicorn or kflash. Real models need ../shared/testdata.
+"""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from test_micropython import TESTDATA, host_mpy, workdir  # noqa: F401 (fixtures)
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEVICE_TESTS = ROOT / "tests_device"
+FIRMWARE = ROOT / "build" / "k210" / "firmware.bin"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+# Real models at flash offsets (64 KiB aligned from 1 MiB up, below the /flash filesystem at 0xD00000).
+REAL_MODELS = [
+    ("iris_v3", "iris_fc_cpu_v3_v4/iris_v3.kmodel"),
+    ("iris_v4", "iris_fc_cpu_v3_v4/iris_v4.kmodel"),
+    ("mnist", "mnist_v3_maixpy/mnist.kmodel"),
+    ("facedetect", "face_detect_yolo2_v3_maixpy/facedetect.kmodel"),
+    ("yolo_v3", "yolo2_voc20_v3_nncase_rc5/yolo.kmodel"),
+    ("yolo_v4", "yolo2_voc20_v4_nncase/yolo.kmodel"),
+    ("yolo_v4_alpha", "yolo2_voc20_v4_nncase/yolo_v0.2.0-alpha1_cpu_maxpool.kmodel"),
+    ("mobilenet", "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel"),
+    ("ulffd_slim", "ulffd_face_v4_nncase/slim-320.kmodel"),
+    ("ulffd_rfb", "ulffd_face_v4_nncase/RFB-320.kmodel"),
+]
+FS_FILES = ("tiny_fc.kmodel", "tiny_conv.kmodel", "tiny_v4.kmodel", "flash.bin")
+SCRIPT_TIMEOUT = 300
+
+
+def _need_tools():
+    if shutil.which("riscv64-unknown-elf-gcc") is None:
+        pytest.skip("the K210 firmware needs riscv64-unknown-elf-gcc + picolibc (apt-get install "
+                    "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)")
+    pytest.importorskip("unicorn", reason="the virtual board needs unicorn (pip install 'openkpu[vboard]')")
+    pytest.importorskip("kflash", reason="flashing needs kflash (pip install 'openkpu[flash]')")
+    pytest.importorskip("littlefs", reason="the /flash filesystem image needs littlefs-python")
+
+
+@pytest.fixture(scope="module")
+def firmware():
+    _need_tools()
+    r = subprocess.run(["make", "-C", str(ROOT), "firmware"], capture_output=True, text=True)
+    assert r.returncode == 0, "make firmware failed:\n" + (r.stdout + r.stderr)[-3000:]
+    assert "GC heap" in r.stdout and FIRMWARE.exists()
+    return FIRMWARE
+
+
+def _align(x, a=0x10000):
+    return (x + a - 1) // a * a
+
+
+@pytest.fixture(scope="module")
+def flash_layout(workdir, tmp_path_factory):  # noqa: F811 (pytest fixture)
+    """[(name, address, "load" | "load_flash", path)] of the models to flash, and the /flash folder."""
+    from openkpu.model_tools import swap_words
+    d = tmp_path_factory.mktemp("board_files")
+    folder = d / "flash_fs"
+    folder.mkdir()
+    for name in FS_FILES:
+        shutil.copy(workdir / name, folder / name)
+    models = []
+    address = 0x100000
+    for name, rel in [("tiny_fc", None)] + REAL_MODELS:
+        path = workdir / "tiny_fc.kmodel" if rel is None else TESTDATA / rel
+        if not path.exists():
+            continue
+        models.append((name, address, "load", path))
+        address = _align(address + path.stat().st_size)
+    mnist = TESTDATA / "mnist_v3_maixpy" / "mnist.kmodel"
+    if mnist.exists():
+        swapped = d / "mnist_be.kmodel"
+        swapped.write_bytes(swap_words(mnist.read_bytes()))
+        models.append(("mnist_swapped", address, "load_flash", swapped))
+        address = _align(address + swapped.stat().st_size)
+    assert address <= 0xD00000, "the models reach the /flash filesystem"
+    return models, folder
+
+
+@pytest.fixture(scope="module")
+def flashed(firmware, flash_layout, tmp_path_factory):
+    """Pack with `openkpu flash pack`, write with the real kflash into a fake K210: its 16 MiB flash."""
+    import serial.serialposix
+    from fake_k210_isp import FakeK210
+    from openkpu import flashing
+    models, folder = flash_layout
+    d = tmp_path_factory.mktemp("flashed")
+    package = d / "board.kfpkg"
+    items = [str(firmware)] + ["%s@0x%x" % (path, address) for _n, address, _h, path in models] + [str(folder)]
+    assert flashing.main(["pack", "-o", str(package)] + items) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(serial.serialposix.Serial, "_update_dtr_state", lambda self: None)
+        mp.setattr(serial.serialposix.Serial, "_update_rts_state", lambda self: None)
+        with FakeK210() as isp:
+            assert flashing.main(["write", "-p", isp.port, "-b", "1500000", str(package)]) == 0
+            assert isp.errors == [] and isp.rebooted
+            flash = bytes(isp.flash)
+    dump = d / "board_flash.bin"
+    dump.write_bytes(flash)
+    for _name, address, _how, path in models:
+        data = path.read_bytes()
+        assert flash[address:address + len(data)] == data
+    return dump
+
+
+class VirtualBoard(object):
+    """`openkpu vboard boot FLASH --pty` in a child process, and a raw REPL on its pty."""
+
+    def __init__(self, flash_dump, extra=()):
+        from serial_runner import RawRepl
+        self.proc = subprocess.Popen([sys.executable, "-m", "openkpu.vboard", "boot", str(flash_dump),
+                                      "--image-kind", "flash", "--pty", "--stats"] + list(extra),
+                                     stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()
+        m = re.search(r"guest UART on (\S+)", line)
+        assert m, "vboard did not report its pty: %r" % line
+        self.repl = RawRepl(m.group(1), timeout=SCRIPT_TIMEOUT)
+
+    def run(self, source, timeout=SCRIPT_TIMEOUT):
+        out, err = self.repl.exec(source, timeout)
+        return out.replace("\r\n", "\n"), err.replace("\r\n", "\n")
+
+    def close(self):
+        try:
+            self.repl.close()
+        finally:
+            self.proc.terminate()
+            try:
+                _out, err = self.proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                _out, err = self.proc.communicate()
+            self.stats = err
+
+
+@pytest.fixture(scope="module")
+def board(flashed):
+    vb = VirtualBoard(flashed)
+    yield vb
+    vb.close()
+    print(vb.stats)
+
+
+BOARD_PRELUDE = "WORKDIR = '/flash'\nTESTDATA = None\nFLASH_MODELS = []\nFLASH_IMAGE = None\n"
+
+
+def test_the_board_boots_from_what_kflash_wrote_and_mounts_the_files(board):
+    out, err = board.run("import os, sys, _board, Maix\n"
+                         "print(sys.platform, sys.implementation.name)\n"
+                         "print(sorted(os.listdir('/flash')))\n"
+                         "print(_board.cpu_freq(), _board.kpu_freq(), _board.flash_size())\n"
+                         "print(Maix.utils.gc_heap_size())\n")
+    assert err == ""
+    lines = out.splitlines()
+    assert lines[0] == "openkpu micropython"
+    assert lines[1] == str(sorted(FS_FILES))
+    cpu, kpu, flash = map(int, lines[2].split())
+    assert 400e6 < cpu < 410e6 and 395e6 < kpu < 400e6 and flash == 16 << 20
+    assert int(lines[3]) >= 4 << 20  # more room for models than MaixPy's full firmware leaves
+
+
+DEVICE_SCRIPTS = sorted(p.name for p in DEVICE_TESTS.glob("test_*.py") if p.name != "test_models_from_flash.py")
+
+
+@pytest.mark.parametrize("name", DEVICE_SCRIPTS)
+def test_device_script_prints_what_the_host_micropython_prints(board, host_mpy, workdir, tmp_path, name):  # noqa
+    """Same lines as the host MicroPython (paths aside: the board's WORKDIR is /flash; and the lines the emulator's
+    own options print), and a PASS."""
+    host_src = tmp_path / ("host_" + name)
+    host_src.write_text("WORKDIR = %r\nTESTDATA = None\nFLASH_MODELS = []\nFLASH_IMAGE = None\n" % str(workdir)
+                        + (DEVICE_TESTS / name).read_text())
+    r = subprocess.run([str(host_mpy), str(host_src)], capture_output=True, text=True, timeout=600,
+                       cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    # [emulator] lines show the emulator's arithmetic options, which a chip's KPU does not have; [pc] lines what a
+    # PC does without a flash image (a board always has its flash)
+    expected = "".join(line for line in r.stdout.replace(str(workdir), "/flash").splitlines(True)
+                       if not line.startswith(("[emulator] ", "[pc] ")))
+    out, err = board.run(BOARD_PRELUDE + (DEVICE_TESTS / name).read_text())
+    assert err == "", "the board raised:\n" + err + "\noutput:\n" + out[-2000:]
+    assert "RESULT PASS" in out
+    assert out == expected, _first_difference(expected, out)
+
+
+def _first_difference(a, b):
+    la, lb = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(zip(la, lb)):
+        if x != y:
+            return "line %d differs:\n  host:  %r\n  board: %r" % (i + 1, x, y)
+    return "host has %d lines, the board %d" % (len(la), len(lb))
+
+
+def test_real_models_from_flash_offsets_give_the_pc_emulators_bytes(board, flash_layout, flashed, tmp_path):
+    """kpu.load(address) / kpu.load_flash(address, ...) on the board's SPI flash, run on the KPU register block of
+    the virtual board, against CPython's KPU on the same flash dump."""
+    models, _folder = flash_layout
+    # Largest first: a model is one contiguous block of the GC heap, which small objects left between earlier
+    # models can split (MicroPython's GC does not compact); a fresh heap takes MobileNet's 2.6 MB at once.
+    by_size = sorted(models, key=lambda m: -m[3].stat().st_size)
+    listing = [(name, address, how) for name, address, how, _path in by_size]
+    if len(listing) < 2:
+        pytest.skip("real models not found in %s (set OPENKPU_TESTDATA or place ../shared/testdata)" % TESTDATA)
+    script = (DEVICE_TESTS / "test_models_from_flash.py").read_text()
+    t0 = time.monotonic()
+    out, err = board.run("FLASH_MODELS = %r\nFLASH_IMAGE = None\n" % listing + script)
+    board_s = time.monotonic() - t0
+    assert err == "", err + out[-2000:]
+    pc_src = tmp_path / "pc_models_from_flash.py"
+    pc_src.write_text("FLASH_MODELS = %r\nFLASH_IMAGE = %r\n" % (listing, str(flashed)) + script)
+    pc = _run_cpython_file(pc_src, tmp_path)
+    assert "RESULT PASS %d" % len(listing) in out
+    assert out == pc, _first_difference(pc, out)
+    print("%d models loaded from flash and run on the virtual board in %.1f s" % (len(listing), board_s))
+
+
+def _run_cpython_file(path, cwd):
+    env = dict(os.environ)
+    import openkpu.board
+    env["PYTHONPATH"] = os.path.dirname(openkpu.board.__file__) + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=env,
+                       cwd=str(cwd))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout
