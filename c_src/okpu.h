@@ -91,9 +91,14 @@ typedef struct okpu_k210_port {
     uint8_t *kpu_ram;                                            /* the 2 MiB KPU RAM */
     int (*kpu_address)(void *ctx, const void *p, uint32_t *addr); /* 0 and *addr, or nonzero: KPU cannot reach p */
     uint32_t max_polls; /* calc_done polls before a layer counts as hung; 0 = OKPU_K210_DEFAULT_POLLS */
+    /* With a clock, a layer counts as hung after timeout_us instead (0 = OKPU_K210_DEFAULT_TIMEOUT_US), and the
+     * status register is read every few microseconds rather than back to back. NULL: count polls. */
+    uint64_t (*now_us)(void *ctx);
+    uint32_t timeout_us;
 } okpu_k210_port;
 
 #define OKPU_K210_DEFAULT_POLLS 100000000u
+#define OKPU_K210_DEFAULT_TIMEOUT_US 1000000u /* the largest real layer takes a few ms on the chip */
 
 typedef struct okpu_options {
     okpu_conv_offset_mode conv_offset;

@@ -175,14 +175,18 @@ class PtyBoard(object):
         self.close()
 
 
-def run_scripts(repl, paths, prelude="", timeout=None, verbose=False):
-    """Run each script; return a list of (path, passed, seconds, message)."""
+def run_scripts(repl, paths, prelude="", timeout=None, verbose=False, soft_reset=True):
+    """Run each script; return a list of (path, passed, seconds, message). soft_reset: start each script on a
+    fresh interpreter (Ctrl-D at the raw prompt, as mpremote does), so one script's models and globals do not
+    take the next one's heap."""
     results = []
     for path in paths:
         with open(path) as f:
             source = prelude + f.read()
         t0 = time.monotonic()
         try:
+            if soft_reset:
+                repl.soft_reset()
             out, err = repl.exec(source, timeout)
         except Timeout as e:
             results.append((path, False, time.monotonic() - t0, str(e)))
@@ -209,6 +213,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per script (default 120)")
     ap.add_argument("--prelude", action="append", default=[], help="a line prepended to every script")
     ap.add_argument("-v", "--verbose", action="store_true", help="show each script's output")
+    ap.add_argument("--no-soft-reset", action="store_true",
+                    help="run the scripts one after another in one interpreter (default: soft reset before each)")
     ap.add_argument("scripts", nargs="+")
     args = ap.parse_args(argv)
     prelude = "".join(line + "\n" for line in args.prelude)
@@ -217,7 +223,7 @@ def main(argv=None):
     try:
         repl = RawRepl(board.port if board else args.port, baudrate=args.baud, timeout=args.timeout)
         try:
-            results = run_scripts(repl, args.scripts, prelude, args.timeout, args.verbose)
+            results = run_scripts(repl, args.scripts, prelude, args.timeout, args.verbose, not args.no_soft_reset)
         finally:
             repl.close()
     finally:

@@ -135,6 +135,8 @@ class VirtualBoard(object):
         self.repl = RawRepl(m.group(1), timeout=SCRIPT_TIMEOUT)
 
     def run(self, source, timeout=SCRIPT_TIMEOUT):
+        """Run `source` on a fresh interpreter (soft reset first, as serial_runner does between scripts)."""
+        self.repl.soft_reset()
         out, err = self.repl.exec(source, timeout)
         return out.replace("\r\n", "\n"), err.replace("\r\n", "\n")
 
@@ -239,3 +241,42 @@ def _run_cpython_file(path, cwd):
                        cwd=str(cwd))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return r.stdout
+
+
+# ---- faults give named errors, never hangs ----------------------------------------------------------------------
+
+def test_a_kpu_that_never_finishes_is_an_error_naming_the_layer(flashed, tmp_path):
+    """`openkpu vboard run --kpu-hang`: the K210 backend gives up after its 1 s timeout (virtual time) and says
+    which layer; the uncaught exception makes `run` exit 1."""
+    script = tmp_path / "hang.py"
+    script.write_text("import KPU as kpu\nt = kpu.load('/flash/tiny_conv.kmodel')\nkpu.forward(t, bytes(576))\n")
+    r = subprocess.run([sys.executable, "-m", "openkpu.vboard", "run", str(flashed), str(script), "--image-kind",
+                        "flash", "--kpu-hang", "--timeout", "120"], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("ERR_RUN_MODEL: layer 0: the KPU did not signal calc_done within 1000 ms; check that its clock is "
+            "enabled (SYSCTL_CLOCK_AI)") in r.stderr, r.stderr
+
+
+def test_an_erased_flash_offset_gets_the_loaders_message(board):
+    out, err = board.run("import KPU as kpu\n"
+                         "try:\n    kpu.load(0xC00000)\nexcept ValueError as e:\n    print(e)\n")
+    assert err == ""
+    assert out.startswith("[MAIXPY]kpu: load error:2002, ERR_KMODEL_VERSION: not a kmodel: first bytes FF FF FF FF")
+    assert "(model read from SPI flash at 0xc00000)" in out
+
+
+def test_a_model_larger_than_the_free_heap_is_maixpys_memory_error_with_the_figures(board, flash_layout):
+    models, _folder = flash_layout
+    big = [(address, path.stat().st_size) for name, address, _how, path in models if name == "mobilenet"]
+    if not big:
+        pytest.skip("MobileNet not found in %s (set OPENKPU_TESTDATA or place ../shared/testdata)" % TESTDATA)
+    address, size = big[0]
+    out, err = board.run("import gc, KPU as kpu\n"
+                         "gc.collect()\nhog = bytearray(gc.mem_free() - 1000000)\n"
+                         "try:\n    kpu.load(0x%x)\nexcept ValueError as e:\n    print(e)\n"
+                         "hog = None\ngc.collect()\n" % address)
+    assert err == ""
+    assert out.startswith("[MAIXPY]kpu: load error:2006, ERR_NO_MEM: the model at SPI flash 0x%x is %d bytes and "
+                          "needs them in one block; the heap has " % (address, size)), out
+    free = int(re.search(r"the heap has (\d+) bytes free", out).group(1))
+    assert 0 < free < size

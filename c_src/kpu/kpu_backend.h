@@ -41,6 +41,10 @@ kpu_backend *kpu_emu_create_reference(const okpu_options *opts, okpu_error *err)
 kpu_backend *kpu_k210_create_on(const okpu_k210_port *port, const okpu_options *opts, okpu_error *err);
 
 #ifdef OKPU_HAVE_K210_HW
+/* The board's microsecond clock: a board build provides it (the firmware: CLINT mtime). It bounds the wait for a
+ * layer, so a KPU that never finishes is an error naming the layer, not a hang. */
+uint64_t okpu_board_time_us(void);
+
 /* The chip's own KPU (board builds only). */
 const okpu_k210_port *okpu_k210_board_port(void);
 kpu_backend *kpu_k210_create(const okpu_options *opts, okpu_error *err);

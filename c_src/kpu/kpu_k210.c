@@ -90,10 +90,33 @@ static int build_words(const kpu_k210 *k, const kpu_layer_job *job, uint64_t wor
     return OKPU_OK;
 }
 
+/* About a microsecond of CPU work between two status reads when a clock bounds the wait: every read is a bus
+ * access (and on the virtual board a host callback). */
+static void pause_between_polls(void)
+{
+    volatile unsigned spin;
+    for (spin = 0; spin < 256u; spin++)
+        ;
+}
+
 static int wait_calc_done(const kpu_k210 *k, int layer, okpu_error *err)
 {
     uint32_t limit = k->port.max_polls ? k->port.max_polls : OKPU_K210_DEFAULT_POLLS;
     uint32_t polls;
+    if (k->port.now_us) {
+        uint32_t timeout = k->port.timeout_us ? k->port.timeout_us : OKPU_K210_DEFAULT_TIMEOUT_US;
+        uint64_t start = k->port.now_us(k->port.ctx);
+        for (;;) {
+            if (k->port.read_reg(k->port.ctx, K210_REG_INT_STATUS) & K210_INT_CALC_DONE)
+                return OKPU_OK;
+            if (k->port.now_us(k->port.ctx) - start >= timeout)
+                return okpu_fail(err, OKPU_ERR_RUN_MODEL, layer, -1,
+                                 "layer %d: the KPU did not signal calc_done within %lu ms; check that its clock is "
+                                 "enabled (SYSCTL_CLOCK_AI) and that nothing else drives the KPU",
+                                 layer, (unsigned long)(timeout / 1000u));
+            pause_between_polls();
+        }
+    }
     for (polls = 0; polls < limit; polls++)
         if (k->port.read_reg(k->port.ctx, K210_REG_INT_STATUS) & K210_INT_CALC_DONE)
             return OKPU_OK;
@@ -210,10 +233,16 @@ static int board_address(void *ctx, const void *p, uint32_t *addr)
     return 0;
 }
 
+static uint64_t board_now_us(void *ctx)
+{
+    (void)ctx;
+    return okpu_board_time_us();
+}
+
 const okpu_k210_port *okpu_k210_board_port(void)
 {
     static const okpu_k210_port port = {NULL, board_read, board_write, (uint8_t *)(uintptr_t)K210_KPU_RAM,
-                                        board_address, 0};
+                                        board_address, 0, board_now_us, 0};
     return &port;
 }
 

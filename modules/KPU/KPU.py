@@ -71,6 +71,7 @@ BOARD_SRAM_SIZE = 6 * 1024 * 1024
 ERR_PARAM = 2001
 ERR_KMODEL_FORMAT = 2003
 ERR_READ_FILE = 2005
+ERR_NO_MEM = 2006
 ERR_MODELS_FULL = 2009
 ERR_SIZE_NOTMATCH = 2012
 
@@ -274,7 +275,21 @@ def _read_flash(offset, swapped=False):
                           "K210 flash holds" % (offset, size))
     if offset + size > end:
         size = end - offset  # the core accepts a last body whose alignment padding was never written
-    return reader.read(offset, size)
+    try:
+        return reader.read(offset, size)
+    except MemoryError:
+        raise _no_memory_error(size, "the model at %s 0x%x" % (_flash_name(), offset))
+
+
+def _no_memory_error(size, what):
+    """MaixPy's memory error with the figures: the model is one block of the heap (MicroPython's GC heap on a
+    board, which it does not compact)."""
+    gc.collect()
+    free = gc.mem_free() if hasattr(gc, "mem_free") else -1
+    return _load_error(ERR_NO_MEM, "%s is %d bytes and needs them in one block; the heap has %d bytes free in all "
+                       "(fragmented or too small): kpu.deinit() models no longer needed, load the largest model "
+                       "first (or right after a reset), or build the firmware with a larger GC_HEAP_KB"
+                       % (what, size, free))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -370,8 +385,17 @@ def _read_file(path):
         raise _load_error(ERR_READ_FILE, "cannot open model file '%s': %s" % (path, e))
     try:
         return f.read()
+    except MemoryError:
+        raise _no_memory_error(_file_size(path), "the model file '%s'" % path)
     finally:
         f.close()
+
+
+def _file_size(path):
+    try:
+        return os.stat(path)[6]
+    except (OSError, AttributeError, NameError):
+        return -1
 
 
 def load(path_or_offset):

@@ -471,6 +471,52 @@ static void set_unreachable_everything(sim_kpu *s)
     s->n_tables = SIM_MAX_TABLES; /* a full table: every new pointer is refused */
 }
 
+/* A clock that advances 100 us per look: a hung KPU is reported when the port's timeout has passed, after about
+ * timeout / 100 status reads instead of max_polls. */
+static uint64_t fake_clock_us;
+static unsigned clock_reads;
+
+static uint64_t sim_now_us(void *ctx)
+{
+    (void)ctx;
+    clock_reads++;
+    return fake_clock_us += 100u;
+}
+
+static void test_clock_bounded_wait(void)
+{
+    okpu_k210_port port;
+    sim_kpu sim;
+    okpu_error err;
+    uint8_t *data = NULL;
+    okpu_model *m;
+    int rc;
+
+    sim_init(&sim, &port);
+    sim.hang = 1;
+    port.now_us = sim_now_us;
+    port.timeout_us = 5000;
+    port.max_polls = 3; /* ignored once there is a clock */
+    m = digits_on(&port, &err, &data);
+    CHECK(m != NULL, "clock: load: %s", m ? "" : err.message);
+    if (m) {
+        clock_reads = 0;
+        rc = okpu_model_run(m, 0, &err);
+        CHECK(rc == OKPU_ERR_RUN_MODEL && err.layer == 0 && strstr(err.message, "layer 0: the KPU did not signal "
+              "calc_done within 5 ms") && strstr(err.message, "SYSCTL_CLOCK_AI"), "clock: %d %s", rc, err.message);
+        CHECK(clock_reads == 51, "the wait looked at the clock %u times, expected 1 + 5000/100", clock_reads);
+        okpu_model_free(m);
+    }
+    /* a KPU that answers is not slowed down by the clock */
+    sim.hang = 0;
+    free(data);
+    m = digits_on(&port, &err, &data);
+    CHECK(m && okpu_model_run(m, 0, &err) == OKPU_OK, "clock, working KPU: %s", err.message);
+    okpu_model_free(m);
+    sim_free(&sim);
+    free(data);
+}
+
 static void test_errors(void)
 {
     okpu_k210_port port;
@@ -501,6 +547,7 @@ int main(void)
     test_register_sequence();
     test_sixteen_bit_mode();
     test_errors();
+    test_clock_bounded_wait();
     test_models();
     return ctest_summary();
 }

@@ -6,6 +6,14 @@
 #include "../../c_src/kpu/kpu_backend.h"
 #include "ctest.h"
 
+/* What a board build provides (the firmware: CLINT mtime); here a clock the test sets. */
+static uint64_t board_clock_us;
+
+uint64_t okpu_board_time_us(void)
+{
+    return board_clock_us;
+}
+
 static int kpu_address_of(const okpu_k210_port *port, uintptr_t cpu_address, uint32_t *kpu_address)
 {
     return port->kpu_address(port->ctx, (const void *)cpu_address, kpu_address);
@@ -21,6 +29,10 @@ int main(void)
     CHECK((uintptr_t)port->kpu_ram == 0x40600000u, "KPU RAM seen by the CPU at %p", (void *)port->kpu_ram);
     CHECK(port->read_reg && port->write_reg && port->kpu_address && port->max_polls == 0,
           "a complete port with the default poll limit");
+    /* the wait for calc_done is bounded by the board's clock, with the default timeout */
+    board_clock_us = 123456789u;
+    CHECK(port->now_us && port->now_us(port->ctx) == 123456789u && port->timeout_us == 0,
+          "the port waits on okpu_board_time_us() with the default timeout");
     /* tables in main SRAM (0x80000000..0x805fffff) are given to the KPU at CPU address - 0x40000000 */
     CHECK(kpu_address_of(port, 0x80000000u, &addr) == 0 && addr == 0x40000000u, "start of SRAM -> 0x%lx",
           (unsigned long)addr);
