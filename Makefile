@@ -13,7 +13,8 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench mpy-host mpy-rv64 mpy-size firmware clean
+.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench mpy-host mpy-rv64 mpy-size firmware \
+	vboard-bench clean
 
 help:
 	@echo "make demo      set up everything (venv, package) and run the demo"
@@ -23,6 +24,7 @@ help:
 	@echo "make cross     compile the C core for rv64imafdc/lp64d with -Werror"
 	@echo "make mpy-host  build the host MicroPython with the KPU module (mpy-rv64: the RV64 build for QEMU)"
 	@echo "make firmware  MicroPython for Maix boards: build/k210/firmware.bin (GC_HEAP_KB=N sets the GC heap)"
+	@echo "make vboard-bench  the firmware on the virtual Maix board: boot time, MIPS, heap, per-model times"
 
 # A private virtual environment with the test tools; the package is installed into it with pip, as users do.
 $(VENV)/.deps: requirements-dev.txt
@@ -67,6 +69,10 @@ mpy-size: mpy-rv64
 # The K210 board firmware (Maix Bit / Dock / Go): build/k210/firmware.bin for kflash, firmware.elf beside it.
 firmware:
 	$(MAKE) -C firmware/k210
+
+# The firmware's figures on the virtual Maix board: size, free heap, boot time, MIPS, each real model's times.
+vboard-bench: install firmware
+	$(PYTHON) scripts/vboard_bench.py
 
 # Host build of the core with warnings as errors (a static archive for the C tests and tools).
 $(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)
