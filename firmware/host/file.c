@@ -251,19 +251,38 @@ static MP_DEFINE_CONST_FUN_OBJ_0(port_os_getcwd_obj, port_os_getcwd);
 /* The K210 board's /flash (firmware/k210/fs/flash_fs.c): directories too, as MaixPy's os offers them. */
 #include "fs/flash_fs.h"
 
-static void port_os_listdir_entry(void *ctx, const char *name, int is_dir) {
+static void port_os_listdir_entry(void *ctx, const char *name, int is_dir, unsigned long size) {
     mp_obj_list_append(MP_OBJ_FROM_PTR(ctx), mp_obj_new_str(name, strlen(name)));
 }
 
-static mp_obj_t port_os_listdir(size_t n_args, const mp_obj_t *args) {
+// ilistdir's tuples as MicroPython's VFS gives them (name, type, inode, size): what mpremote's `fs` reads.
+static void port_os_ilistdir_entry(void *ctx, const char *name, int is_dir, unsigned long size) {
+    mp_obj_t t[4] = {
+        mp_obj_new_str(name, strlen(name)), MP_OBJ_NEW_SMALL_INT(is_dir ? 0x4000 : 0x8000), MP_OBJ_NEW_SMALL_INT(0),
+        mp_obj_new_int_from_uint(size),
+    };
+    mp_obj_list_append(MP_OBJ_FROM_PTR(ctx), mp_obj_new_tuple(4, t));
+}
+
+static mp_obj_t port_os_list(size_t n_args, const mp_obj_t *args,
+    void (*entry)(void *ctx, const char *name, int is_dir, unsigned long size)) {
     const char *path = n_args ? mp_obj_str_get_str(args[0]) : "";
     mp_obj_t list = mp_obj_new_list(0, NULL);
-    if (flash_fs_listdir(path, port_os_listdir_entry, MP_OBJ_TO_PTR(list)) != 0) {
+    if (flash_fs_listdir(path, entry, MP_OBJ_TO_PTR(list)) != 0) {
         mp_raise_OSError_with_filename(errno, path);
     }
     return list;
 }
+
+static mp_obj_t port_os_listdir(size_t n_args, const mp_obj_t *args) {
+    return port_os_list(n_args, args, port_os_listdir_entry);
+}
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(port_os_listdir_obj, 0, 1, port_os_listdir);
+
+static mp_obj_t port_os_ilistdir(size_t n_args, const mp_obj_t *args) {
+    return mp_getiter(port_os_list(n_args, args, port_os_ilistdir_entry), NULL);
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(port_os_ilistdir_obj, 0, 1, port_os_ilistdir);
 
 static mp_obj_t port_os_mkdir(mp_obj_t path_in) {
     const char *path = mp_obj_str_get_str(path_in);
@@ -292,7 +311,9 @@ static const mp_rom_map_elem_t port_os_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR_sep), MP_ROM_QSTR(MP_QSTR__slash_) },
     #if OPENKPU_HAVE_FLASH_FS
     { MP_ROM_QSTR(MP_QSTR_listdir), MP_ROM_PTR(&port_os_listdir_obj) },
+    { MP_ROM_QSTR(MP_QSTR_ilistdir), MP_ROM_PTR(&port_os_ilistdir_obj) },
     { MP_ROM_QSTR(MP_QSTR_mkdir), MP_ROM_PTR(&port_os_mkdir_obj) },
+    { MP_ROM_QSTR(MP_QSTR_rmdir), MP_ROM_PTR(&port_os_remove_obj) }, // littlefs removes an empty directory alike
     { MP_ROM_QSTR(MP_QSTR_rename), MP_ROM_PTR(&port_os_rename_obj) },
     #endif
 };

@@ -289,7 +289,8 @@ char *getcwd(char *buf, size_t size) {
     return buf;
 }
 
-int flash_fs_listdir(const char *path, void (*entry)(void *ctx, const char *name, int is_dir), void *ctx) {
+int flash_fs_listdir(const char *path, void (*entry)(void *ctx, const char *name, int is_dir, unsigned long size),
+    void *ctx) {
     const char *p = fs_path(path);
     lfs_dir_t dir;
     struct lfs_info info;
@@ -302,7 +303,7 @@ int flash_fs_listdir(const char *path, void (*entry)(void *ctx, const char *name
     }
     while ((err = lfs_dir_read(&fs, &dir, &info)) > 0) {
         if (strcmp(info.name, ".") != 0 && strcmp(info.name, "..") != 0) {
-            entry(ctx, info.name, info.type == LFS_TYPE_DIR);
+            entry(ctx, info.name, info.type == LFS_TYPE_DIR, info.type == LFS_TYPE_DIR ? 0 : info.size);
         }
     }
     lfs_dir_close(&fs, &dir);

@@ -15,7 +15,8 @@
 // Mount /flash, formatting the region when it holds no filesystem (*formatted then 1). 0 or a littlefs error.
 int flash_fs_mount(int *formatted);
 int flash_fs_usage(unsigned long *total, unsigned long *used);
-// Call entry() for each name in a directory; 0, or -1 with errno.
-int flash_fs_listdir(const char *path, void (*entry)(void *ctx, const char *name, int is_dir), void *ctx);
+// Call entry() for each name in a directory (size: bytes of a file, 0 for a directory); 0, or -1 with errno.
+int flash_fs_listdir(const char *path, void (*entry)(void *ctx, const char *name, int is_dir, unsigned long size),
+    void *ctx);
 
 #endif
