@@ -136,8 +136,14 @@ class VirtualBoard(object):
 
     def run(self, source, timeout=SCRIPT_TIMEOUT):
         """Run `source` on a fresh interpreter (soft reset first, as serial_runner does between scripts)."""
-        self.repl.soft_reset()
-        out, err = self.repl.exec(source, timeout)
+        try:
+            self.repl.soft_reset()
+            out, err = self.repl.exec(source, timeout)
+        except Exception:
+            if self.proc.poll() is not None:  # say why the board went away, not just that its pty did
+                raise AssertionError("the virtual board stopped (exit %d): %s" % (self.proc.returncode,
+                                                                                  self.proc.stderr.read()[-3000:]))
+            raise
         return out.replace("\r\n", "\n"), err.replace("\r\n", "\n")
 
     def close(self):
