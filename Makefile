@@ -13,13 +13,15 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test bench mpy-host mpy-rv64 mpy-size firmware \
+.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test sdist-check bench mpy-host mpy-rv64 \
+	mpy-size firmware \
 	vboard-bench clean
 
 help:
 	@echo "make demo      set up everything (venv, package) and run the demo"
 	@echo "make test      the whole suite: C tests under ASan+UBSan, RV64 cross build, mpy-cross, pytest"
 	@echo "make bench     load/forward times and KPU MACs per real model"
+	@echo "make sdist-check  build the source package and install it into a fresh venv (part of make test)"
 	@echo "make install   (re)install the package into .venv (C extension + KPU shim + host tools)"
 	@echo "make cross     compile the C core for rv64imafdc/lp64d with -Werror"
 	@echo "make mpy-host  build the host MicroPython with the KPU module (mpy-rv64: the RV64 build for QEMU)"
@@ -52,7 +54,18 @@ mpy-check: setup
 pytest: install
 	$(PYTHON) -m pytest -q tests_host
 
-test: ctest cross mpy-check pytest
+test: ctest cross mpy-check pytest sdist-check
+
+# What a user of the source package gets: `python -m build --sdist`, installed into a fresh venv with pip (the C
+# core compiled there), then `import _kpu, KPU` and `openkpu --version`.
+SDIST_DIR := $(BUILD)/sdist
+sdist-check: setup
+	rm -rf $(SDIST_DIR) && mkdir -p $(SDIST_DIR)
+	$(PYTHON) -m build --sdist --outdir $(SDIST_DIR) . > $(SDIST_DIR)/build.log 2>&1 || (cat $(SDIST_DIR)/build.log; false)
+	$(HOST_PY) -m venv $(SDIST_DIR)/venv
+	$(SDIST_DIR)/venv/bin/python -m pip install -q $(SDIST_DIR)/openkpu-*.tar.gz
+	cd $(SDIST_DIR) && venv/bin/python -c "import _kpu, KPU, openkpu; assert _kpu.BACKEND == 'emulator'; print('sdist', openkpu.__version__, 'installs: _kpu and KPU import')"
+	$(SDIST_DIR)/venv/bin/openkpu --version
 
 bench: install
 	$(PYTHON) scripts/bench.py

@@ -167,7 +167,9 @@ def run(script, frames=None, lcd_out=None, max_frames=None, loop=False, flash=No
 
 
 def main(argv=None):
+    from openkpu import __version__
     parser = argparse.ArgumentParser(prog="openkpu", description="openkpu host tools")
+    parser.add_argument("--version", action="version", version="openkpu %s" % __version__)
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("run", help="run an unmodified MaixPy board script on this PC")
     p.add_argument("script", help="the MaixPy script (.py)")
