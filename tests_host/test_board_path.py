@@ -267,7 +267,8 @@ def test_an_erased_flash_offset_gets_the_loaders_message(board):
     out, err = board.run("import KPU as kpu\n"
                          "try:\n    kpu.load(0xC00000)\nexcept ValueError as e:\n    print(e)\n")
     assert err == ""
-    assert out.startswith("[MAIXPY]kpu: load error:2002, ERR_KMODEL_VERSION: not a kmodel: first bytes FF FF FF FF")
+    assert out.startswith("[MAIXPY]kpu: load error:2002, ERR_KMODEL_VERSION: nothing is flashed there (the bytes are "
+                          "erased flash, all 0xFF): flash the model at this offset (first bytes FF FF FF FF)")
     assert "(model read from SPI flash at 0xc00000)" in out
 
 

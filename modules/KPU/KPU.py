@@ -69,10 +69,12 @@ KPU_RAM_SIZE = KPU_RAM_ROWS * KPU_ROW_BYTES  # 2 MiB
 BOARD_SRAM_SIZE = 6 * 1024 * 1024
 
 ERR_PARAM = 2001
+ERR_KMODEL_VERSION = 2002
 ERR_KMODEL_FORMAT = 2003
 ERR_READ_FILE = 2005
 ERR_NO_MEM = 2006
 ERR_MODELS_FULL = 2009
+ERR_IDX_OUTRANGE = 2011
 ERR_SIZE_NOTMATCH = 2012
 
 _KMDL = 0x4B4D444C  # 'KMDL' read as a little-endian u32 (bytes "LDMK")
@@ -418,14 +420,51 @@ def load(path_or_offset):
     return _open_net(data, addr, path, where)
 
 
+_COMPILE_HINT = ("compile it to a kmodel first with nncase: ncc 0.1.0-rc5 gives kmodel v3 and nncase 0.2.0-beta4 "
+                 "kmodel v4 (both run here and on MaixPy); nncase 1.x gives kmodel v5")
+
+
+def _what_it_is(data, path, flash):
+    """What the bytes are when they are not a kmodel v3/v4 the core loads: a word-swapped kmodel, another
+    framework's model file, erased flash; None when the core's own message says it best."""
+    head = bytes(data[:64])
+    if head[:4] == b"\x00\x00\x00\x03" or head[:4] == b"KMDL":
+        return ("a kmodel word-swapped for kpu.load_flash (MaixPy's model_le2be.py, openkpu swap): use "
+                "kpu.load_flash(address, is_dual_buf, batch_size, spi_speed) for it in flash, or turn it back with "
+                "`openkpu swap --unswap IN.kmodel OUT.kmodel` for kpu.load")
+    if len(head) >= 16 and head == b"\xff" * len(head):
+        if flash:
+            return "nothing is flashed there (the bytes are erased flash, all 0xFF): flash the model at this offset"
+        return "the file holds only 0xFF bytes (an erased flash dump, not a model)"
+    name = (path or "").lower()
+    if head[4:8] == b"TFL3" or name.endswith(".tflite"):
+        kind = "a TensorFlow Lite model (.tflite)"
+    elif head[:8] == b"\x89HDF\r\n\x1a\n" or name.endswith(".h5"):
+        kind = "a Keras/HDF5 model (.h5)"
+    elif name.endswith(".onnx"):
+        kind = "an ONNX model (.onnx)"
+    elif name.endswith(".pb"):
+        kind = "a TensorFlow graph (.pb)"
+    else:
+        return None
+    return "this is %s, not a kmodel: %s" % (kind, _COMPILE_HINT)
+
+
 def _open_net(data, addr, path, where):
     """Load `data` into the core and count the net against the model limit. where: said after a load error."""
     try:
         model = _kpu.Model(data)
     except ValueError as e:
-        if where is None:
-            raise
-        raise ValueError("%s (%s)" % (e, where))
+        text = str(e)
+        if ("error:%d," % ERR_KMODEL_VERSION) in text:
+            what = _what_it_is(data, path, addr > 0)
+            if what is not None:
+                text = "[MAIXPY]kpu: load error:%d, %s: %s (first bytes %s)" % (
+                    ERR_KMODEL_VERSION, _status_name(ERR_KMODEL_VERSION), what,
+                    " ".join("%02X" % b for b in bytes(data[:4])))
+        if where is not None:
+            text = "%s (%s)" % (text, where)
+        raise ValueError(text)
     net = kpu_net(model, data, addr, path)
     if _weakref is not None:
         _nets.add(net)
@@ -520,6 +559,11 @@ def forward(net, img_or_data, out_index=0):
     if isinstance(out_index, bool) or not isinstance(out_index, int):
         raise TypeError("forward() output index must be an int, not %s" % type(out_index).__name__)
     m = net._live()
+    if not 0 <= out_index < m.output_count():
+        # checked before running (and before the index reaches C, where 2**40 would overflow), as get_output says it
+        raise OSError(ERR_IDX_OUTRANGE, "[MAIXPY]kpu: forward error:%d, %s: output index %d out of range: the model "
+                      "has %d output(s)" % (ERR_IDX_OUTRANGE, _status_name(ERR_IDX_OUTRANGE), out_index,
+                                            m.output_count()))
     inputs = m.inputs()
     if not inputs:
         raise OSError(ERR_KMODEL_FORMAT, "[MAIXPY]kpu: the model declares no input")
@@ -988,6 +1032,7 @@ def _grid_shape(net, fm):
 def run_yolo2(net, img):
     """forward + YOLOv2 region decode: a list of detections, or None when there is none."""
     _check_net(net)
+    net._live()  # a freed model says so before anything else
     if net._yolo is None:
         raise ValueError("[MAIXPY]kpu: run_yolo2 error:%d, %s: call kpu.init_yolo2(net, threshold, nms_value, "
                          "anchor_num, anchors) before run_yolo2" % (ERR_PARAM, _status_name(ERR_PARAM)))
@@ -1013,7 +1058,14 @@ def face_encode(seq):
     """Quantise a feature vector (<= 512 floats) to int8: trunc(clamp(v, -0.25, 0.25) * 512), +0.25 -> 127."""
     if isinstance(seq, kpu_fmap):
         seq = seq[:]
-    return _kpu.face_encode(seq)
+    if isinstance(seq, (str, bytes)):
+        raise ValueError("[MAIXPY]kpu: face_encode error:%d, %s: the feature must be a list or tuple of numbers "
+                         "(or an fmap), not %s" % (ERR_PARAM, _status_name(ERR_PARAM), type(seq).__name__))
+    try:
+        return _kpu.face_encode(seq)
+    except TypeError as e:
+        raise ValueError("[MAIXPY]kpu: face_encode error:%d, %s: the feature must be a sequence of numbers (%s)"
+                         % (ERR_PARAM, _status_name(ERR_PARAM), e))
 
 
 def face_compare(a, b):

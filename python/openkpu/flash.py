@@ -106,6 +106,13 @@ class FlashImage(object):
         if not os.path.exists(self.path):
             raise FileNotFoundError("flash image not found: %s" % self.path)
         self.kind = "kfpkg" if zipfile.is_zipfile(self.path) else "bin"
+        if self.kind == "bin" and self.path.lower().endswith(".kfpkg"):
+            with open(self.path, "rb") as f:
+                head = f.read(4)
+            # a zip that does not open (cut short in a download or copy): not a raw dump to read blindly
+            raise ValueError("%s is a damaged kfpkg: %s; download or copy it again" % (
+                self.path, "a truncated zip archive (its directory is missing)" if head == b"PK\x03\x04"
+                else "not a zip archive at all"))
         self._segments = []  # sorted (address, bytes) for kfpkg
         self._size = 0
         if self.kind == "kfpkg":

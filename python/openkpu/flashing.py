@@ -251,15 +251,19 @@ def check_range(segments, flash_size):
     return problems
 
 
-def check_alignment(segments):
+def check_alignment(segments, flash_size=DEFAULT_FLASH_SIZE):
     problems = []
     for seg in segments:
         if seg.address % SECTOR_SIZE:
-            below, above = align_down(seg.address, SECTOR_SIZE), align_up(seg.address, SECTOR_SIZE)
+            # only addresses where the file still fits the flash are suggested
+            choices = [a for a in (align_down(seg.address, SECTOR_SIZE), align_up(seg.address, SECTOR_SIZE))
+                       if a + seg.size <= flash_size]
+            advice = ("use %s" % " or ".join("0x%x" % a for a in choices)) if choices else \
+                "no 4 KiB boundary near it leaves room for its %d bytes before the end of the flash" % seg.size
             problems.append(
                 "%s at 0x%x is not on a 4 KiB sector boundary: the flash erases whole 4 KiB sectors, so it would share "
-                "a sector with its neighbour and rewriting either one erases the other's bytes there; use 0x%x or 0x%x"
-                % (seg.source, seg.address, below, above))
+                "a sector with its neighbour and rewriting either one erases the other's bytes there; %s"
+                % (seg.source, seg.address, advice))
     return problems
 
 
@@ -393,7 +397,7 @@ def make_plan(items, flash_size=DEFAULT_FLASH_SIZE):
             problems.extend(e.problems)
     problems += check_not_empty(segments)
     problems += check_range(segments, flash_size)
-    problems += check_alignment(segments)
+    problems += check_alignment(segments, flash_size)
     problems += check_overlaps(segments, flash_size)
     model_problems, warnings = check_models(segments)
     problems += model_problems

@@ -64,7 +64,10 @@ def set_flash(path):
         return
     setter = getattr(KPU, "set_flash_image", None)
     if setter is not None:
-        setter(path)
+        try:
+            setter(path)
+        except ValueError as e:  # a damaged .kfpkg: a usage error (exit 2), not a traceback
+            raise RuntimeError("--flash %s: %s" % (path, e))
 
 
 class _SdCard(object):
@@ -141,8 +144,9 @@ def run(script, frames=None, lcd_out=None, max_frames=None, loop=False, flash=No
         runpy.run_path(script, run_name="__main__")
     except FramesExhausted as e:
         reason = str(e) or "frames exhausted"
-        if type(e).__name__ == "NoFrames":  # sensor.snapshot() with no --frames: a usage error
+        if type(e).__name__ in ("NoFrames", "BadFrame"):  # no --frames, or one that is not an image: usage errors
             status = 2
+            print("%s error: %s" % (PREFIX, reason), file=sys.stderr)
     except SystemExit as e:
         code = e.code
         status = 0 if code in (None, 0) else (code if isinstance(code, int) else 1)

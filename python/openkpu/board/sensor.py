@@ -30,6 +30,10 @@ except ImportError:  # pragma: no cover - openkpu not importable (board folder c
         """The frame source has no more frames."""
 
 
+class BadFrame(FramesExhausted):
+    """A frame file that is not an image (a BaseException, like NoFrames: the runner reports it, exit 2)."""
+
+
 class NoFrames(FramesExhausted):
     """snapshot() without any frame source configured (a BaseException: a script's `except Exception` loop
     cannot spin on it forever)."""
@@ -129,8 +133,12 @@ class _FileFrames(object):
             return None
         path = self.paths[self.index]
         self.index += 1
-        pil = _PIL.open(path)
-        pil.load()
+        try:
+            pil = _PIL.open(path)
+            pil.load()
+        except (OSError, SyntaxError, ValueError) as e:  # PIL.UnidentifiedImageError is an OSError
+            raise BadFrame("frame %s is not an image Pillow can read (%s): give --frames an image, a folder of "
+                           "images or a video" % (path, e))
         return pil, os.path.basename(path)
 
     def rewind(self):
