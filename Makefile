@@ -54,7 +54,7 @@ install: setup
 
 # make demo installs only what the demo needs (Pillow for images, numpy + scikit-learn for the digits model's data),
 # says what it does, and rebuilds the package only when a source changed.
-DEMO_REQS := "Pillow>=9" "numpy>=1.24" "scikit-learn>=1.3"
+DEMO_REQS := 'Pillow>=9' 'numpy>=1.24' 'scikit-learn>=1.3'
 PKG_SRC   := $(CORE_SRC) $(CORE_HDR) $(wildcard python/*.c) $(shell find python/openkpu -name '*.py') \
 	modules/KPU/KPU.py setup.py pyproject.toml
 
