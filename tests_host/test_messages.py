@@ -156,3 +156,34 @@ def test_the_runner_says_a_flash_package_is_damaged_without_a_traceback(tmp_path
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "cut.kfpkg is a damaged kfpkg: a truncated zip archive" in r.stderr and "never" not in r.stdout
+
+
+# ---- inputs: NumPy arrays in the layout Pillow and OpenCV give are converted, never read as planar by accident ----
+
+def test_an_hwc_image_array_is_transposed_and_other_layouts_or_dtypes_are_named(tmp_path):
+    np = pytest.importorskip("numpy")
+    kw = pytest.importorskip("openkpu.kmodel_writer")
+    rng = np.random.default_rng(7)
+    conv = kw.KpuConv(in_w=16, in_h=12, in_c=3, out_c=4, kernel=1, depthwise=False,
+                      weights=rng.integers(0, 256, size=(4, 3, 1, 1)), pool_type=0, pad_value=0, arg_x=-128, shr_x=0,
+                      arg_w=-128, shr_w=0, arg_add=0, bn_mul=[20] * 4, bn_add=[0] * 4, bn_shift=[15] * 4,
+                      act=kw.ActTable([-(1 << 35)] + list(range(1, 16)), [1] * 16, [0] * 16, [0] * 16),
+                      src=0, dst=100, main_out=0)
+    path = tmp_path / "rgb.kmodel"
+    path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, conv.out_bytes())], eight_bit=True).to_bytes())
+    net = kpu.load(str(path))
+    hwc = rng.integers(0, 256, size=(12, 16, 3), dtype=np.uint8)   # what PIL.Image / cv2 give
+    planar = np.ascontiguousarray(hwc.transpose(2, 0, 1))
+    want = kpu.forward(net, planar.tobytes()).data()
+    assert kpu.forward(net, hwc).data() == want
+    assert kpu.forward(net, planar).data() == want
+    assert kpu.forward(net, hwc[np.newaxis]).data() == want        # a batch of one
+    assert kpu.forward(net, planar.reshape(-1)).data() == want      # flat: as bytes
+    with pytest.raises(ValueError) as e:
+        kpu.forward(net, hwc.astype(np.float32))
+    assert "the array's elements are float32: convert it, e.g. arr.astype(np.uint8)" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        kpu.forward(net, hwc.reshape(16, 12, 3))                     # W x H x C: a transposed image
+    assert "ERR_SIZE_NOTMATCH" in str(e.value) and "the array is 16x12x3: give it as H x W x C (12, 16, 3) or " \
+        "planar C x H x W (3, 12, 16)" in str(e.value)
+    kpu.deinit(net)

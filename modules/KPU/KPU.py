@@ -543,6 +543,8 @@ def _input_bytes(obj, inp):
         return bytes(bytearray(obj))
     if isinstance(obj, str):
         raise TypeError("forward() takes an image, a bytes-like input or a list of floats, not str")
+    if getattr(obj, "shape", None) is not None and getattr(obj, "dtype", None) is not None:
+        return _array_bytes(obj, inp)
     try:
         size = _nbytes(obj)
     except TypeError:
@@ -551,6 +553,33 @@ def _input_bytes(obj, inp):
     if size != nbytes:
         raise _size_error("the model input is %s, got %d bytes" % (_describe_input(inp), size))
     return obj
+
+
+def _array_bytes(arr, inp):
+    """A NumPy-style array (CPython): H x W x C as Pillow and OpenCV give images is transposed to the planar C x H x W
+    the KPU reads (never read as planar by accident); C x H x W and H x W (one channel) are taken as they are; the
+    element type must be the input's (uint8 for an image input, float32 for a float one)."""
+    tc, n, c, h, w, nbytes = inp
+    ch = c * n
+    shape = tuple(arr.shape)
+    if len(shape) == 4 and shape[0] == 1:
+        arr = arr[0]
+        shape = shape[1:]
+    want = "uint8" if tc == "B" else "float32"
+    if str(arr.dtype) != want:
+        raise _size_error("the model input is %s, the array's elements are %s: convert it, e.g. arr.astype(np.%s)"
+                          % (_describe_input(inp), arr.dtype, want))
+    if tc == "f":
+        if arr.size * 4 != nbytes:
+            raise _size_error("the model input is %s, got an array of %d values" % (_describe_input(inp), arr.size))
+        return arr.tobytes()
+    if shape == (h, w, ch) and shape != (ch, h, w):
+        return arr.transpose(2, 0, 1).tobytes()  # HWC (Pillow / OpenCV) -> planar CHW
+    if shape == (ch, h, w) or (ch == 1 and shape == (h, w)) or (len(shape) == 1 and shape[0] == nbytes):
+        return arr.tobytes()  # planar already (or flat bytes, as a bytes object would be)
+    raise _size_error("the model input is %s, the array is %s: give it as H x W x C (%d, %d, %d) or planar "
+                      "C x H x W (%d, %d, %d)" % (_describe_input(inp), "x".join(str(d) for d in shape), h, w, ch,
+                                                   ch, h, w))
 
 
 def forward(net, img_or_data, out_index=0):
