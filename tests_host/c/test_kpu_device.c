@@ -17,6 +17,7 @@
 #include "../../c_src/kpu/kpu_layout.h"
 #include "../../c_src/okpu.h"
 #include "ctest.h"
+#include "model_run.h"
 #include "read_file.h"
 
 #define SRAM_SIZE (6u * 1024u * 1024u)
@@ -83,41 +84,6 @@ static uint8_t *board_place(board *b, const void *src, size_t n)
     return p;
 }
 
-static void fill_input(uint8_t *p, size_t n, int is_float, uint32_t seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (uint8_t)(seed >> 24);
-    }
-    if (is_float)
-        for (i = 0; i + 4 <= n; i += 4) {
-            float f = (float)(p[i] % 200) / 50.0f - 2.0f;
-            memcpy(p + i, &f, 4);
-        }
-}
-
-static okpu_model *load_and_run(const uint8_t *data, size_t size, const okpu_options *opts, const char *name)
-{
-    okpu_error err;
-    okpu_model *m = okpu_model_load(data, size, opts, &err);
-    int i;
-    CHECK(m != NULL, "%s: load failed: %s", name, err.message);
-    if (!m)
-        return NULL;
-    for (i = 0; i < okpu_model_input_count(m); i++) {
-        okpu_tensor t;
-        uint8_t *bytes;
-        okpu_model_input(m, i, &t);
-        bytes = malloc(t.bytes);
-        fill_input(bytes, t.bytes, t.dtype == OKPU_DTYPE_F32, 777u + (uint32_t)i);
-        CHECK(okpu_model_set_input(m, i, bytes, t.bytes, &err) == OKPU_OK, "%s: set_input: %s", name, err.message);
-        free(bytes);
-    }
-    CHECK(okpu_model_run(m, 0, &err) == OKPU_OK, "%s: run failed: %s", name, err.message);
-    return m;
-}
-
 /* ---- whole models: K210 backend -> register block -> emulator, against the emulator backend ---- */
 
 static void compare_model(const char *path, int required)
@@ -142,8 +108,8 @@ static void compare_model(const char *path, int required)
     hw_opts = emu_opts;
     hw_opts.backend = OKPU_BACKEND_K210;
     hw_opts.k210_port = &b.port;
-    a = load_and_run(data, size, &emu_opts, path);
-    h = on_board ? load_and_run(on_board, size, &hw_opts, path) : NULL;
+    a = load_and_run(data, size, &emu_opts, 777u, path);
+    h = on_board ? load_and_run(on_board, size, &hw_opts, 777u, path) : NULL;
     if (a && h) {
         for (i = 0; i < okpu_model_layer_count(a); i++) {
             okpu_layer_info li;
