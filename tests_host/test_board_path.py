@@ -328,3 +328,19 @@ def test_mpremote_and_pyboard_py_work_with_the_board(flashed, tmp_path):
     finally:
         vb.terminate()
         vb.communicate(timeout=20)
+
+
+def test_files_the_board_writes_are_read_back_on_a_pc(flashed, tmp_path):
+    """The firmware's littlefs and openkpu.fsimage agree on the geometry both ways: the PC wrote /flash's first
+    files, the board writes more, and littlefs-python reads them out of the saved flash."""
+    from openkpu import fsimage
+    script = tmp_path / "write.py"
+    script.write_text("import os\nos.mkdir('logs')\nf = open('logs/run.txt', 'w')\nf.write('x' * 5000)\nf.close()\n"
+                      "os.remove('tiny_v4.kmodel')\nprint(sorted(os.listdir()))\n")
+    saved = tmp_path / "after.bin"
+    r = subprocess.run([sys.executable, "-m", "openkpu.vboard", "run", str(flashed), str(script), "--image-kind",
+                        "flash", "--save-flash", str(saved)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    files = fsimage.read_image(saved.read_bytes()[fsimage.FS_ADDRESS:fsimage.FS_ADDRESS + fsimage.FS_SIZE])
+    assert files["logs/run.txt"] == b"x" * 5000
+    assert sorted(files) == sorted(set(FS_FILES) - {"tiny_v4.kmodel"} | {"logs/run.txt"})
