@@ -105,8 +105,15 @@ sdist-check: setup
 	cd $(SDIST_DIR) && venv/bin/python -c "import _kpu, KPU, openkpu; assert _kpu.BACKEND == 'emulator'; print('sdist', openkpu.__version__, 'installs: _kpu and KPU import')"
 	$(SDIST_DIR)/venv/bin/openkpu --version
 
-bench: install
-	$(PYTHON) scripts/bench.py
+# The peer (onnxruntime) lives in its own environment: it is never a dependency of the package.
+BENCH_VENV := $(BUILD)/bench-venv
+$(BENCH_VENV)/.deps:
+	$(HOST_PY) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q onnx onnxruntime numpy
+	touch $@
+
+bench: install $(BENCH_VENV)/.deps
+	$(PYTHON) scripts/bench.py --peer-python $(BENCH_VENV)/bin/python
 
 # MicroPython with the KPU module: host interpreter (emulator backend) and the RV64 build run under QEMU.
 # (tests_host/test_micropython.py builds both itself; these targets are for using them by hand.)
