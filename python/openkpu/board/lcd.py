@@ -13,6 +13,16 @@ the image, `oft=` the screen position). Colours: RGB565 ints (lcd.RED...) or (r,
 import os
 
 from PIL import Image as _PIL
+
+try:
+    from openkpu.runner import FramesExhausted
+except ImportError:  # pragma: no cover - openkpu not importable (board folder copied alone)
+    class FramesExhausted(BaseException):
+        """The run is over."""
+
+
+class LcdFramesCapped(FramesExhausted):
+    """More LCD frames than the cap (`--max-lcd-frames`) would be written: the runner ends the script."""
 from PIL import ImageDraw as _Draw
 
 BLACK = 0x0000
@@ -58,6 +68,8 @@ class _State(object):
         self.count = 0
         self.inited = False
         self.bg = (0, 0, 0)
+        self.max_files = None  # cap on the PNGs written to out_dir (None: no cap)
+        self.viewer = None  # callable(pil_image, final=False): a live window (the runner's --show)
 
 
 _st = _State()
@@ -83,13 +95,25 @@ def _screen():
 
 
 # -- host side (not in MaixPy) ------------------------------------------------------------------------------------
-def host_set_output(out_dir):
-    """Write screen frames as PNGs into out_dir (created if needed); None keeps them in memory only."""
+def host_set_output(out_dir, max_files=None):
+    """Write screen frames as PNGs into out_dir (created if needed); None keeps them in memory only. With
+    max_files, starting frame max_files + 1 raises LcdFramesCapped (the runner ends the script and says so)."""
     host_flush()
     _st.out_dir = os.fspath(out_dir) if out_dir is not None else None
     if _st.out_dir:
         os.makedirs(_st.out_dir, exist_ok=True)
     _st.count = 0
+    _st.max_files = max_files if max_files else None
+
+
+def host_set_viewer(viewer):
+    """viewer(pil_image, final=False) is called with the screen each time it changes (None: no viewer)."""
+    _st.viewer = viewer
+
+
+def _show(final=False):
+    if _st.viewer is not None and _st.screen is not None:
+        _st.viewer(_st.screen, final)
 
 
 def host_flush():
@@ -122,6 +146,10 @@ def _touch():
 
 def _new_frame():
     host_flush()
+    if _st.out_dir and _st.max_files is not None and _st.count >= _st.max_files:
+        raise LcdFramesCapped("stopped after writing %d LCD frame(s) to %s, the cap (--max-lcd-frames): bound the "
+                              "run with --max-frames N, or raise the cap (--max-lcd-frames 0 lifts it)"
+                              % (_st.count, _st.out_dir))
     _st.count += 1
     _st.dirty = True
 
@@ -189,11 +217,13 @@ def freq(value=None):
 def clear(color=BLACK):
     _new_frame()
     _st.screen = _PIL.new("RGB", _size(), _rgb(color))
+    _show()
 
 
 def fill_rectangle(x, y, w, h, color):
     _Draw.Draw(_screen()).rectangle([int(x), int(y), int(x) + int(w) - 1, int(y) + int(h) - 1], fill=_rgb(color))
     _touch()
+    _show()
 
 
 def draw_string(x, y, text, color=WHITE, bg_color=BLACK):
@@ -208,6 +238,7 @@ def draw_string(x, y, text, color=WHITE, bg_color=BLACK):
         pass
     draw.text((int(x), int(y) + 2), text, fill=_rgb(color))
     _touch()
+    _show()
 
 
 def display(img, roi=None, oft=None):
@@ -229,3 +260,4 @@ def display(img, roi=None, oft=None):
         from PIL import ImageOps
         scr = ImageOps.mirror(scr)
     _st.screen = scr
+    _show()

@@ -6,7 +6,9 @@ environment variable `OPENKPU_FRAMES`, or by `sensor.host_set_frames(path)`:
 
 - an image file (one frame),
 - a folder of images (sorted by name: .bmp .jpg .jpeg .png .gif .pgm .ppm .tif .tiff .webp),
-- a video file (.mp4 .avi .mov .mkv .webm ...; needs OpenCV: `pip install opencv-python-headless`).
+- a video file (.mp4 .avi .mov .mkv .webm ...; needs OpenCV: `pip install 'openkpu[video]'`),
+- a webcam: an index (`0`) or a device (`/dev/video0`), also through OpenCV; it never runs out, so bound the run
+  with `max_frames` (the runner's `--max-frames`).
 
 `snapshot()` turns each source picture into what the camera would give:
 1. the frame size (`set_framesize`): a picture already of the window size (step 2) or of the frame size is used
@@ -122,6 +124,58 @@ class _VideoFrames(object):
         self.index = 0
 
 
+def is_webcam(spec):
+    """True for a webcam source: an integer index (0, "1") or a /dev/video* device."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return True
+    spec = os.fspath(spec)
+    return spec.isdigit() or spec.startswith("/dev/video")
+
+
+class _CameraFrames(object):
+    """Frames of a webcam through OpenCV (`--frames 0` or `--frames /dev/video0`): an endless source."""
+    endless = True
+
+    def __init__(self, spec):
+        spec = os.fspath(spec) if not isinstance(spec, int) else spec
+        device = int(spec) if isinstance(spec, int) or spec.isdigit() else spec
+        self.name = "webcam %s" % (device if isinstance(device, str) else "#%d" % device)
+        try:
+            import cv2
+        except ImportError:
+            raise RuntimeError("--frames %s is a webcam, and webcams are read through OpenCV, which is not "
+                               "installed: pip install 'openkpu[video]' (or opencv-python-headless)" % (spec,))
+        self._cv2 = cv2
+        if isinstance(device, str) and device.startswith("/dev/") and not os.path.exists(device):
+            raise RuntimeError("there is no webcam %s: list the cameras with `ls /dev/video*`" % device)
+        self._cap = cv2.VideoCapture(device)
+        if self._cap is None or not self._cap.isOpened():
+            hint = ("is it plugged in, not in use by another program, and readable by you (on Linux: the "
+                    "`video` group)?")
+            raise RuntimeError("OpenCV cannot open the %s: %s" % (self.name, hint))
+        self.index = 0
+
+    def next(self):
+        from PIL import Image as _PIL
+        ok, frame = self._cap.read()
+        if not ok or frame is None:
+            if self.index == 0:
+                raise BadFrame("the %s opened but gave no frame: is another program using it?" % self.name)
+            return None  # unplugged: the runner ends the script cleanly
+        self.index += 1
+        rgb = self._cv2.cvtColor(frame, self._cv2.COLOR_BGR2RGB)
+        return _PIL.fromarray(rgb), "%s frame %d" % (self.name, self.index)
+
+    def rewind(self):  # a live camera has nothing to rewind to
+        pass
+
+    def close(self):
+        try:
+            self._cap.release()
+        except Exception:
+            pass
+
+
 class _FileFrames(object):
     def __init__(self, paths):
         self.paths = paths
@@ -148,25 +202,43 @@ class _FileFrames(object):
 def host_set_frames(path, max_frames=None, loop=False, on_frame=None):
     """Set where frames come from (file, folder or video), how many to deliver at most, whether to cycle, and a
     callback on_frame(index, name, img) called for each delivered frame (the runner prints progress with it)."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
+    if is_webcam(path):
+        source = _CameraFrames(path)
+        path = source.name
+    elif os.path.isdir(os.fspath(path)):
+        path = os.fspath(path)
         names = sorted(n for n in os.listdir(path) if n.lower().endswith(IMAGE_EXT))
         if not names:
             raise RuntimeError("no images (%s) in the frames folder %s" % (" ".join(IMAGE_EXT), path))
         source = _FileFrames([os.path.join(path, n) for n in names])
-    elif os.path.isfile(path):
+    elif os.path.isfile(os.fspath(path)):
+        path = os.fspath(path)
         if path.lower().endswith(VIDEO_EXT):
             source = _VideoFrames(path)
         else:
             source = _FileFrames([path])
     else:
-        raise FileNotFoundError("frames source not found: %s" % path)
+        raise FileNotFoundError("frames source not found: %s" % os.fspath(path))
+    old = _st.source
+    if old is not None and hasattr(old, "close"):
+        old.close()
     _st.source = source
     _st.source_path = path
     _st.max_frames = max_frames
     _st.loop = bool(loop)
     _st.delivered = 0
     _st.on_frame = on_frame
+
+
+def host_close():
+    """Release the frame source (a webcam's device)."""
+    if _st.source is not None and hasattr(_st.source, "close"):
+        _st.source.close()
+
+
+def host_source_is_endless():
+    """True when the frame source never runs out by itself (a webcam)."""
+    return bool(getattr(_st.source, "endless", False))
 
 
 def host_frames_delivered():
