@@ -15,11 +15,12 @@ Nothing named `image` is installed at top level on purpose (the name is too gene
 
 What it supports
 ----------------
-`Image(path)` (BMP / JPEG / PNG / anything Pillow reads), `Image(width=, height=, format=GRAYSCALE|RGB565,
-data=None)` (a blank image, or one made from raw row-major pixels: 1 byte per pixel for GRAYSCALE, RGB888 triples
+`Image(path)` (BMP / JPEG / PNG / anything Pillow reads), `Image(size=(w, h))`, `Image(width=, height=,
+format=GRAYSCALE|RGB565, data=None)` (a blank image, or one made from raw row-major pixels: 1 byte per pixel for GRAYSCALE, RGB888 triples
 for RGB565), `width()`, `height()`, `format()`, `size()`, `resize(w, h)` (in place, returns self as in MaixPy;
 bilinear), `to_grayscale()`, `invert()` (in place, return self), `pix_to_ai()`, `save(path)`, `get_pixel(x, y)`,
-`set_pixel(x, y, color)`, `draw_rectangle(x, y, w, h, color=, thickness=, fill=)`, `copy()`, `to_bytes()`.
+`set_pixel(x, y, color)`, `draw_rectangle(x, y, w, h, color=, thickness=, fill=)`, `draw_image(img, x, y)` or
+`draw_image(img, (x, y))`, `stretch(min, max)`, `mean(size)`, `copy()`, `to_bytes()`.
 
 Differences from the board, on purpose:
 - Colour images hold full RGB888 (the board's frame buffer is RGB565: 5/6/5 bits). A photo loaded here gives the
@@ -56,8 +57,15 @@ def _planar(pil):
 class Image(object):
     """An image: `Image(path)` or `Image(width=, height=, format=, data=)`."""
 
-    def __init__(self, path=None, width=None, height=None, format=RGB565, data=None, copy_to_fb=False):
+    def __init__(self, path=None, width=None, height=None, format=RGB565, data=None, copy_to_fb=False, size=None):
         self._ai = None
+        if size is not None:  # MaixPy: image.Image(size=(w, h)), a blank frame of that size
+            if width is not None or height is not None:
+                raise ValueError("Image(): give size=(w, h) or width= and height=, not both")
+            try:
+                width, height = [int(v) for v in size]
+            except (TypeError, ValueError):
+                raise ValueError("Image(size=...) takes a (width, height) pair, got %r" % (size,))
         if path is not None:
             pil = _PIL.open(path)
             pil.load()
@@ -243,7 +251,14 @@ class Image(object):
         self._changed()
         return self
 
-    def draw_image(self, img, x, y, x_scale=1.0, y_scale=1.0, mask=None, alpha=256):
+    def draw_image(self, img, x, y=None, x_scale=1.0, y_scale=1.0, mask=None, alpha=256):
+        """Paste img at (x, y): draw_image(img, x, y, ...) or draw_image(img, (x, y), ...), as in MaixPy."""
+        if isinstance(x, (tuple, list)):
+            if y is not None or len(x) != 2:
+                raise TypeError("draw_image(img, x, y) or draw_image(img, (x, y)), got x=%r, y=%r" % (x, y))
+            x, y = x
+        elif y is None:
+            raise TypeError("draw_image(img, x, y) needs y (or give the point as a tuple: draw_image(img, (x, y)))")
         src = img.pil()
         if (x_scale, y_scale) != (1.0, 1.0):
             src = src.resize((max(1, int(src.width * x_scale)), max(1, int(src.height * y_scale))), _BILINEAR)
@@ -257,6 +272,42 @@ class Image(object):
         lo, hi = gray.getextrema()
         if hi > lo:
             self._pil = self._pil.point(lambda v: max(0, min(255, (v - lo) * 255 // (hi - lo))))
+        self._changed()
+        return self
+
+    def stretch(self, min_value=0, max_value=255):
+        """MaixPy's contrast stretch (its feature-map example calls it on kpu.fmap channels): pixel values
+        min_value..max_value are spread linearly over 0..255, values below become 0, above 255. In place."""
+        lo, hi = int(min_value), int(max_value)
+        if not (0 <= lo < hi <= 255):
+            raise ValueError("stretch(min, max) needs 0 <= min < max <= 255, got (%d, %d)" % (lo, hi))
+        span = hi - lo
+        self._pil = self._pil.point(lambda v: 0 if v <= lo else (255 if v >= hi else (v - lo) * 255 // span))
+        self._changed()
+        return self
+
+    def mean(self, size, threshold=False, offset=0, invert=False, mask=None):
+        """OpenMV/MaixPy's mean filter, in place: each pixel becomes the mean of the (2*size+1)^2 box around it
+        (edges replicated). With threshold=True it is an adaptive threshold: a pixel is set (255) when it is
+        above the local mean minus offset (below, with invert=True), else cleared."""
+        from PIL import ImageFilter
+        size = int(size)
+        if size < 0:
+            raise ValueError("mean(size): size must be >= 0, got %d" % size)
+        if mask is not None:
+            raise NotImplementedError("mean(mask=...) is not supported on the PC")
+        if size == 0:
+            return self
+        blurred = self._pil.filter(ImageFilter.BoxBlur(size))
+        if threshold:
+            gray, local = self._pil.convert("L"), blurred.convert("L")
+            src, avg = gray.tobytes(), local.tobytes()
+            off = int(offset)
+            on = bytes(255 if ((p > m - off) != bool(invert)) else 0 for p, m in zip(src, avg))
+            pil = _PIL.frombytes("L", gray.size, on)
+            self._pil = pil if self._pil.mode == "L" else pil.convert("RGB")
+        else:
+            self._pil = blurred
         self._changed()
         return self
 
