@@ -80,7 +80,7 @@ kpu_ext = Extension(
 
 setup(
     package_dir={"openkpu": "python/openkpu", "": "modules/KPU"},
-    packages=["openkpu", "openkpu.board", "openkpu.vboard"],
+    packages=["openkpu", "openkpu.board", "openkpu.board.maix", "openkpu.vboard"],
     py_modules=["KPU"],
     ext_modules=[kpu_ext],
     cmdclass={"build_ext": BuildExt},

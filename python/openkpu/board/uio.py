@@ -1,0 +1,2 @@
+"""MicroPython's `uio` on a PC: CPython's io (StringIO, BytesIO, open)."""
+from io import BytesIO, StringIO, open  # noqa: F401
