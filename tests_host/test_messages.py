@@ -91,6 +91,7 @@ def test_a_huge_output_index_is_maixpys_index_error_not_an_overflow():
         assert e.value.errno == 2011
         assert "forward error:2011, ERR_IDX_OUTRANGE: output index %d out of range: the model has 1 output(s)" % index \
             in str(e.value)
+        assert "to run only the first n layers call kpu.set_layers(task, n) before forward" in str(e.value)
     kpu.deinit(net)
 
 

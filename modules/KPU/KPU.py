@@ -591,8 +591,9 @@ def forward(net, img_or_data, out_index=0):
     if not 0 <= out_index < m.output_count():
         # checked before running (and before the index reaches C, where 2**40 would overflow), as get_output says it
         raise OSError(ERR_IDX_OUTRANGE, "[MAIXPY]kpu: forward error:%d, %s: output index %d out of range: the model "
-                      "has %d output(s)" % (ERR_IDX_OUTRANGE, _status_name(ERR_IDX_OUTRANGE), out_index,
-                                            m.output_count()))
+                      "has %d output(s) (the third argument of forward is an output index; to run only the first n "
+                      "layers call kpu.set_layers(task, n) before forward)"
+                      % (ERR_IDX_OUTRANGE, _status_name(ERR_IDX_OUTRANGE), out_index, m.output_count()))
     inputs = m.inputs()
     if not inputs:
         raise OSError(ERR_KMODEL_FORMAT, "[MAIXPY]kpu: the model declares no input")
