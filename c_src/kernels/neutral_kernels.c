@@ -197,9 +197,9 @@ void v4k_concat(uint8_t *out, const uint8_t *const *inputs, const int32_t *dims,
 /* ---- convolutions ---- */
 
 /* Is input row/col `origin + dilation*k` inside [0, size)? (equivalent to nncase's filter start/end bounds) */
-static int tap_in(int32_t origin, int32_t k, int32_t dilation, int32_t size)
+static int tap_in(int64_t origin, int32_t k, int32_t dilation, int32_t size)
 {
-    int64_t p = (int64_t)origin + (int64_t)dilation * k;
+    int64_t p = origin + (int64_t)dilation * k;
     return p >= 0 && p < size;
 }
 
@@ -303,7 +303,9 @@ void v4k_conv2d_transpose(const uint8_t *in, uint8_t *out, const uint8_t *weight
             for (ic = 0; ic < g_ic; ic++)
                 for (iy = 0; iy < in_shape[2]; iy++)
                     for (ix = 0; ix < in_shape[3]; ix++) {
-                        int32_t oy0 = iy * w->stride_h - w->pad_h_before, ox0 = ix * w->stride_w - w->pad_w_before;
+                        /* 64-bit: iy * stride_h reaches 2^24 * 4096, past int32 */
+                        int64_t oy0 = (int64_t)iy * w->stride_h - w->pad_h_before;
+                        int64_t ox0 = (int64_t)ix * w->stride_w - w->pad_w_before;
                         float x = RD(in, ii++);
                         for (oc = 0; oc < g_oc; oc++) {
                             size_t ob = ((size_t)n * out_shape[1] + (size_t)g * g_oc + oc) * oplane;
@@ -453,7 +455,7 @@ void v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], c
     }
 }
 
-static int slice_more(int32_t i, int32_t stop, int32_t stride)
+static int slice_more(int64_t i, int64_t stop, int64_t stride)
 {
     return stride > 0 ? i < stop : i > stop;
 }
@@ -461,12 +463,12 @@ static int slice_more(int32_t i, int32_t stop, int32_t stride)
 void v4k_strided_slice(const uint8_t *in, uint8_t *out, const int32_t s[4], const int32_t begin[4],
                        const int32_t end[4], const int32_t strides[4], uint32_t es)
 {
-    int32_t d0, d1, d2, d3;
+    int64_t d0, d1, d2, d3; /* 64-bit: d += stride past end overflows int32 (end near INT32_MAX, large stride) */
     for (d0 = begin[0]; slice_more(d0, end[0], strides[0]); d0 += strides[0])
         for (d1 = begin[1]; slice_more(d1, end[1], strides[1]); d1 += strides[1])
             for (d2 = begin[2]; slice_more(d2, end[2], strides[2]); d2 += strides[2])
                 for (d3 = begin[3]; slice_more(d3, end[3], strides[3]); d3 += strides[3]) {
-                    memcpy(out, in + off4(s, d0, d1, d2, d3) * es, es);
+                    memcpy(out, in + off4(s, (int32_t)d0, (int32_t)d1, (int32_t)d2, (int32_t)d3) * es, es);
                     out += es;
                 }
 }

@@ -11,10 +11,12 @@
  * QUANTIZED_FULLY_CONNECTED (19) has no struct in the SDK, nncase v0.1 or Maix-EMC, so its body is openkpu's own
  * definition (see parse_qfc). Quantized pool semantics: see kernels/pool.c. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../core/bytes.h"
+#include "../core/checked.h"
 #include "../core/error.h"
 #include "../kernels/kernels.h"
 #include "../kpu/kpu_args.h"
@@ -57,8 +59,11 @@ enum {
     V3_K210_UPLOAD = 10243
 };
 
-/* A layer's body decoded and validated at load. */
+/* A layer's body decoded and validated at load. Only K210_CONV layers use `job` (about 300 bytes): every other layer
+ * is allocated up to offsetof(v3_state, job), so a file of many small layers costs memory in proportion to what its
+ * layers hold, not a fixed large record each. */
 typedef struct v3_state {
+    uint32_t alloc_size; /* bytes allocated for this record (sizeof or offsetof(v3_state, job)) */
     uint32_t flags;
     uint32_t in, in_b, out; /* main-buffer byte offsets (out: KPU row for ADD_PADDING / UPLOAD) */
     uint32_t count;         /* elements, channels */
@@ -67,15 +72,17 @@ typedef struct v3_state {
     uint32_t act;
     uint32_t in_ch, out_ch;
     float scale, bias;
-    okpu_pool2d_params pool;
-    okpu_qadd_params qadd;
-    okpu_qfc_params qfc;
+    union { /* one layer kind each */
+        okpu_pool2d_params pool;
+        okpu_qadd_params qadd;
+        okpu_qfc_params qfc;
+    } p;
     const uint8_t *blob;  /* weights / table / per-channel params / concat ranges, inside the file */
     const uint8_t *blob2; /* bias */
-    kpu_layer_job job;    /* K210_CONV */
     /* what this layer writes into the main buffer (for output dtypes) */
     int wr_valid, wr_u8;
     uint32_t wr_off, wr_size;
+    kpu_layer_job job; /* K210_CONV only: must stay the last member (see above) */
 } v3_state;
 
 /* Parsing context of one layer. */
@@ -204,6 +211,53 @@ static int check_shift(const v3_ctx *c, unsigned fi, const char *what, int32_t v
                "%s is %ld, expected 0..63; the file is corrupt", what, (long)v);
 }
 
+
+/* e * a * b * d from 32-bit fields (`what` named by field `fi`), refused when it exceeds any size a model can have:
+ * unchecked, 2^31 * 2^31 * 4 wraps to 0 and a 0-byte range passes the main-buffer check. */
+static int size4(const v3_ctx *c, unsigned fi, const char *what, uint64_t e, uint64_t a, uint64_t b, uint64_t d,
+                 uint64_t *out)
+{
+    if (!okpu_mul4(e, a, b, d, OKPU_SIZE_LIMIT, out))
+        return OKPU_OK;
+    return bad(c, OKPU_ERR_KMODEL_FORMAT, (uint64_t)c->boff + 4u * fi,
+               "%s of %llu x %llu x %llu elements of %llu bytes exceeds %llu bytes (more than any K210 memory); the "
+               "file is corrupt",
+               what, (unsigned long long)a, (unsigned long long)b, (unsigned long long)d, (unsigned long long)e,
+               (unsigned long long)OKPU_SIZE_LIMIT);
+}
+
+/* Every dimension the kernel loops over must be >= 1: a zero makes the range empty while the outer loops still
+ * run (a 0-channel flatten of 2^32 x 2^32 pixels passes every size check and never ends). */
+static int nonzero(const v3_ctx *c, unsigned fi, const char *what, uint32_t a, uint32_t b, uint32_t d)
+{
+    if (a && b && d)
+        return OKPU_OK;
+    return bad(c, OKPU_ERR_KMODEL_FORMAT, (uint64_t)c->boff + 4u * fi,
+               "%s %lux%lux%lu has a zero dimension; expected every dimension >= 1", what, (unsigned long)a,
+               (unsigned long)b, (unsigned long)d);
+}
+
+/* Input and output ranges of a kernel that is not written to work in place must not share a byte: its element
+ * copies (memcpy) and multi-pass reads would read what it already overwrote, and memcpy of overlapping bytes is
+ * undefined behaviour. */
+static int disjoint(const v3_ctx *c, unsigned fi, const char *what, uint64_t in, uint64_t in_n, uint64_t out,
+                    uint64_t out_n)
+{
+    if (!okpu_ranges_overlap(in, in_n, out, out_n))
+        return OKPU_OK;
+    return bad(c, OKPU_ERR_KMODEL_FORMAT, (uint64_t)c->boff + 4u * fi,
+               "%s [%llu, %llu) overlaps the output [%llu, %llu) in the main buffer; this layer cannot work in "
+               "place - the file is corrupt or was written by an incompatible compiler, recompile it",
+               what, (unsigned long long)in, (unsigned long long)(in + in_n), (unsigned long long)out,
+               (unsigned long long)(out + out_n));
+}
+
+/* The layer's work (elements touched or multiply-accumulates), for the model's work budget (model.c). */
+static void set_work(v3_ctx *c, uint64_t work)
+{
+    c->L->info.work = work;
+}
+
 /* ---- parse functions (one per body layout) ---- */
 
 #define TRY(x)                                                                                                  \
@@ -221,6 +275,7 @@ static int parse_add(v3_ctx *c, v3_state *s)
     TRY(main_rng(c, 2, "input b", s->in_b, 4ull * s->count));
     TRY(main_rng(c, 3, "output", s->out, 4ull * s->count));
     set_out(c->L, s, OKPU_DTYPE_F32, s->out, s->count);
+    set_work(c, s->count);
     return OKPU_OK;
 }
 
@@ -228,16 +283,17 @@ static int parse_add(v3_ctx *c, v3_state *s)
 static int parse_qadd(v3_ctx *c, v3_state *s)
 {
     s->in = fld(c, 1), s->in_b = fld(c, 2), s->out = fld(c, 3), s->count = fld(c, 4);
-    s->qadd.a_offset = fldi(c, 5), s->qadd.a_mul = fldi(c, 6), s->qadd.a_shift = fldi(c, 7);
-    s->qadd.b_offset = fldi(c, 8), s->qadd.b_mul = fldi(c, 9), s->qadd.b_shift = fldi(c, 10);
-    s->qadd.out_offset = fldi(c, 11), s->qadd.out_mul = fldi(c, 12), s->qadd.out_shift = fldi(c, 13);
-    TRY(check_shift(c, 7, "in_a_shift", s->qadd.a_shift));
-    TRY(check_shift(c, 10, "in_b_shift", s->qadd.b_shift));
-    TRY(check_shift(c, 13, "out_shift", s->qadd.out_shift));
+    s->p.qadd.a_offset = fldi(c, 5), s->p.qadd.a_mul = fldi(c, 6), s->p.qadd.a_shift = fldi(c, 7);
+    s->p.qadd.b_offset = fldi(c, 8), s->p.qadd.b_mul = fldi(c, 9), s->p.qadd.b_shift = fldi(c, 10);
+    s->p.qadd.out_offset = fldi(c, 11), s->p.qadd.out_mul = fldi(c, 12), s->p.qadd.out_shift = fldi(c, 13);
+    TRY(check_shift(c, 7, "in_a_shift", s->p.qadd.a_shift));
+    TRY(check_shift(c, 10, "in_b_shift", s->p.qadd.b_shift));
+    TRY(check_shift(c, 13, "out_shift", s->p.qadd.out_shift));
     TRY(main_rng(c, 1, "input a", s->in, s->count));
     TRY(main_rng(c, 2, "input b", s->in_b, s->count));
     TRY(main_rng(c, 3, "output", s->out, s->count));
     set_out(c->L, s, OKPU_DTYPE_U8, s->out, s->count);
+    set_work(c, s->count);
     return OKPU_OK;
 }
 
@@ -250,8 +306,14 @@ static int parse_gpool(v3_ctx *c, v3_state *s)
     if (s->kernel_size == 0 && s->count != 0)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 12u, "kernel_size is 0 for %lu channels; expected H*W >= 1",
                    (unsigned long)s->count);
-    TRY(main_rng(c, 1, "input", s->in, e * s->kernel_size * s->count));
-    TRY(main_rng(c, 2, "output", s->out, e * s->count));
+    {
+        uint64_t in_n;
+        TRY(size4(c, 3, "input", e, s->kernel_size, s->count, 1, &in_n));
+        TRY(main_rng(c, 1, "input", s->in, in_n));
+        TRY(main_rng(c, 2, "output", s->out, e * s->count));
+        TRY(disjoint(c, 1, "input", s->in, in_n, s->out, e * s->count));
+        set_work(c, in_n / e);
+    }
     set_out(c->L, s, f32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8, s->out, s->count);
     return OKPU_OK;
 }
@@ -261,7 +323,7 @@ static int parse_pool(v3_ctx *c, v3_state *s)
 {
     int f32 = c->L->type == V3_MAX_POOL2D || c->L->type == V3_AVERAGE_POOL2D;
     uint64_t e = f32 ? 4u : 1u;
-    okpu_pool2d_params *p = &s->pool;
+    okpu_pool2d_params *p = &s->p.pool;
     s->in = fld(c, 1), s->out = fld(c, 2);
     p->in_w = fld(c, 3), p->in_h = fld(c, 4), p->in_c = fld(c, 5);
     p->out_w = fld(c, 6), p->out_h = fld(c, 7), p->out_c = fld(c, 8);
@@ -280,8 +342,19 @@ static int parse_pool(v3_ctx *c, v3_state *s)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 52u,
                    "padding %lux%lu is not smaller than the kernel %lux%lu", (unsigned long)p->pad_w,
                    (unsigned long)p->pad_h, (unsigned long)p->kernel_w, (unsigned long)p->kernel_h);
-    TRY(main_rng(c, 1, "input", s->in, e * p->in_w * p->in_h * p->in_c));
-    TRY(main_rng(c, 2, "output", s->out, e * p->out_w * p->out_h * p->out_c));
+    TRY(nonzero(c, 3, "input", p->in_w, p->in_h, p->in_c));
+    TRY(nonzero(c, 6, "output", p->out_w, p->out_h, p->out_c));
+    {
+        uint64_t in_n, out_n, taps;
+        TRY(size4(c, 3, "input", e, p->in_w, p->in_h, p->in_c, &in_n));
+        TRY(size4(c, 6, "output", e, p->out_w, p->out_h, p->out_c, &out_n));
+        TRY(main_rng(c, 1, "input", s->in, in_n));
+        TRY(main_rng(c, 2, "output", s->out, out_n));
+        TRY(disjoint(c, 1, "input", s->in, in_n, s->out, out_n));
+        taps = (uint64_t)(p->kernel_w < p->in_w ? p->kernel_w : p->in_w) *
+               (p->kernel_h < p->in_h ? p->kernel_h : p->in_h); /* in-range taps per output, at most */
+        set_work(c, okpu_sat_mul(out_n / e, taps));
+    }
     set_out(c->L, s, f32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8, s->out, (uint64_t)p->out_w * p->out_h * p->out_c);
     return OKPU_OK;
 }
@@ -294,6 +367,7 @@ static int parse_quant(v3_ctx *c, v3_state *s)
     TRY(main_rng(c, 1, "input", s->in, (q ? 4ull : 1ull) * s->count));
     TRY(main_rng(c, 2, "output", s->out, (q ? 1ull : 4ull) * s->count));
     set_out(c->L, s, q ? OKPU_DTYPE_U8 : OKPU_DTYPE_F32, s->out, s->count);
+    set_work(c, s->count);
     return OKPU_OK;
 }
 
@@ -305,6 +379,7 @@ static int parse_requant(v3_ctx *c, v3_state *s)
     TRY(main_rng(c, 1, "input", s->in, s->count));
     TRY(main_rng(c, 2, "output", s->out, s->count));
     set_out(c->L, s, OKPU_DTYPE_U8, s->out, s->count);
+    set_work(c, s->count);
     return OKPU_OK;
 }
 
@@ -315,6 +390,7 @@ static int parse_vec(v3_ctx *c, v3_state *s)
     TRY(main_rng(c, 1, "input", s->in, 4ull * s->count));
     TRY(main_rng(c, 2, "output", s->out, 4ull * s->count));
     set_out(c->L, s, OKPU_DTYPE_F32, s->out, s->count);
+    set_work(c, 3ull * s->count); /* softmax / l2: a pass for the max or norm, one for the sum, one to write */
     return OKPU_OK;
 }
 
@@ -330,9 +406,13 @@ static int parse_concat(v3_ctx *c, v3_state *s)
         uint32_t start = okpu_rd_u32(s->blob + 8u * i), size = okpu_rd_u32(s->blob + 8u * i + 4u);
         TRY(okpu_model_check_main(c->m, c->idx, (long)(c->boff + 12u + 8u * i), "concat input", start, size,
                                   c->err));
-        total += size;
+        total += size; /* < 2^32 inputs of < 2^32 bytes each: no 64-bit wrap */
     }
     TRY(main_rng(c, 1, "output", s->out, total));
+    for (i = 0; i < s->count; i++)
+        TRY(disjoint(c, 1, "concat input", okpu_rd_u32(s->blob + 8u * i), okpu_rd_u32(s->blob + 8u * i + 4u), s->out,
+                     total));
+    set_work(c, total + s->count);
     s->kernel_size = (uint32_t)total; /* total bytes */
     if (c->L->type == V3_CONCAT)
         set_out(c->L, s, OKPU_DTYPE_F32, s->out, total / 4u);
@@ -350,14 +430,16 @@ static int parse_fc(v3_ctx *c, v3_state *s)
     if (s->act > 2)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 20u, "activation %lu is unknown; expected 0 (linear), "
                    "1 (relu) or 2 (relu6)", (unsigned long)s->act);
-    wbytes = 4ull * s->in_ch * s->out_ch;
+    TRY(size4(c, 3, "weights", 4, s->in_ch, s->out_ch, 1, &wbytes));
     TRY(tail_rng(c, "weights", 24, wbytes));
     TRY(tail_rng(c, "bias", 24 + wbytes, 4ull * s->out_ch));
     s->blob = c->body + 24;
     s->blob2 = c->body + 24 + wbytes;
     TRY(main_rng(c, 1, "input", s->in, 4ull * s->in_ch));
     TRY(main_rng(c, 2, "output", s->out, 4ull * s->out_ch));
+    TRY(disjoint(c, 1, "input", s->in, 4ull * s->in_ch, s->out, 4ull * s->out_ch));
     set_out(c->L, s, OKPU_DTYPE_F32, s->out, s->out_ch);
+    set_work(c, wbytes / 4u + s->out_ch);
     return OKPU_OK;
 }
 
@@ -369,17 +451,19 @@ static int parse_qfc(v3_ctx *c, v3_state *s)
 {
     uint64_t wbytes;
     s->in = fld(c, 1), s->out = fld(c, 2), s->in_ch = fld(c, 3), s->out_ch = fld(c, 4);
-    s->qfc.input_offset = fldi(c, 5), s->qfc.weight_offset = fldi(c, 6);
-    s->qfc.output_mul = fldi(c, 7), s->qfc.output_shift = fldi(c, 8), s->qfc.output_offset = fldi(c, 9);
-    TRY(check_shift(c, 8, "output_shift", s->qfc.output_shift));
-    wbytes = (uint64_t)s->in_ch * s->out_ch;
+    s->p.qfc.input_offset = fldi(c, 5), s->p.qfc.weight_offset = fldi(c, 6);
+    s->p.qfc.output_mul = fldi(c, 7), s->p.qfc.output_shift = fldi(c, 8), s->p.qfc.output_offset = fldi(c, 9);
+    TRY(check_shift(c, 8, "output_shift", s->p.qfc.output_shift));
+    TRY(size4(c, 3, "weights", 1, s->in_ch, s->out_ch, 1, &wbytes));
     TRY(tail_rng(c, "weights", 40, wbytes));
     TRY(tail_rng(c, "bias", 40 + wbytes, 4ull * s->out_ch));
     s->blob = c->body + 40;
     s->blob2 = c->body + 40 + wbytes;
     TRY(main_rng(c, 1, "input", s->in, s->in_ch));
     TRY(main_rng(c, 2, "output", s->out, s->out_ch));
+    TRY(disjoint(c, 1, "input", s->in, s->in_ch, s->out, s->out_ch));
     set_out(c->L, s, OKPU_DTYPE_U8, s->out, s->out_ch);
+    set_work(c, wbytes + s->out_ch);
     return OKPU_OK;
 }
 
@@ -389,10 +473,14 @@ static int parse_flatten(v3_ctx *c, v3_state *s)
     int f32 = c->L->type == V3_TENSORFLOW_FLATTEN;
     uint64_t n;
     s->in = fld(c, 1), s->out = fld(c, 2), s->w = fld(c, 3), s->h = fld(c, 4), s->c = fld(c, 5);
-    n = (uint64_t)s->w * s->h * s->c;
-    TRY(main_rng(c, 1, "input", s->in, (f32 ? 4u : 1u) * n));
-    TRY(main_rng(c, 2, "output", s->out, (f32 ? 4u : 1u) * n));
+    TRY(nonzero(c, 3, "shape", s->w, s->h, s->c));
+    TRY(size4(c, 3, "shape", f32 ? 4u : 1u, s->w, s->h, s->c, &n));
+    TRY(main_rng(c, 1, "input", s->in, n));
+    TRY(main_rng(c, 2, "output", s->out, n));
+    TRY(disjoint(c, 1, "input", s->in, n, s->out, n));
+    n /= f32 ? 4u : 1u;
     set_out(c->L, s, f32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8, s->out, n);
+    set_work(c, n);
     return OKPU_OK;
 }
 
@@ -403,12 +491,20 @@ static int parse_resize(v3_ctx *c, v3_state *s)
     uint64_t e = f32 ? 4u : 1u;
     s->in = fld(c, 1), s->out = fld(c, 2), s->w = fld(c, 3), s->h = fld(c, 4), s->c = fld(c, 5);
     s->ow = fld(c, 6), s->oh = fld(c, 7);
-    if (!s->w || !s->h || !s->ow || !s->oh)
+    if (!s->w || !s->h || !s->ow || !s->oh || !s->c)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 12u,
-                   "sizes in %lux%lu out %lux%lu: every width and height must be >= 1", (unsigned long)s->w,
-                   (unsigned long)s->h, (unsigned long)s->ow, (unsigned long)s->oh);
-    TRY(main_rng(c, 1, "input", s->in, e * s->w * s->h * s->c));
-    TRY(main_rng(c, 2, "output", s->out, e * s->ow * s->oh * s->c));
+                   "sizes in %lux%lux%lu out %lux%lu: every width, height and channel count must be >= 1",
+                   (unsigned long)s->w, (unsigned long)s->h, (unsigned long)s->c, (unsigned long)s->ow,
+                   (unsigned long)s->oh);
+    {
+        uint64_t in_n, out_n;
+        TRY(size4(c, 3, "input", e, s->w, s->h, s->c, &in_n));
+        TRY(size4(c, 6, "output", e, s->ow, s->oh, s->c, &out_n));
+        TRY(main_rng(c, 1, "input", s->in, in_n));
+        TRY(main_rng(c, 2, "output", s->out, out_n));
+        TRY(disjoint(c, 1, "input", s->in, in_n, s->out, out_n));
+        set_work(c, out_n / e);
+    }
     set_out(c->L, s, f32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8, s->out, (uint64_t)s->ow * s->oh * s->c);
     return OKPU_OK;
 }
@@ -420,10 +516,13 @@ static int parse_cwdq(v3_ctx *c, v3_state *s)
     s->in = fld(c, 1), s->out = fld(c, 2), s->count = fld(c, 3), s->channel_size = fld(c, 4);
     TRY(tail_rng(c, "per-channel scale/bias table", 20, 8ull * s->count));
     s->blob = c->body + 20;
-    n = (uint64_t)s->count * s->channel_size;
+    TRY(size4(c, 3, "input", 4, s->count, s->channel_size, 1, &n));
+    n /= 4u;
     TRY(main_rng(c, 1, "input", s->in, n));
     TRY(main_rng(c, 2, "output", s->out, 4u * n));
+    TRY(disjoint(c, 1, "input", s->in, n, s->out, 4u * n));
     set_out(c->L, s, OKPU_DTYPE_F32, s->out, n);
+    set_work(c, n + s->count);
     return OKPU_OK;
 }
 
@@ -489,6 +588,7 @@ static int parse_conv(v3_ctx *c, v3_state *s)
     c->L->info.pool_type = (int)a->pool_type;
     c->L->info.para_size = a->para_size;
     c->L->info.macs = kpu_args_macs(a);
+    set_work(c, c->L->info.macs);
     set_map(c->L, a->image_dst_addr, a->out_width, a->out_height, a->out_channels);
     return OKPU_OK;
 }
@@ -506,6 +606,7 @@ static int parse_add_padding(v3_ctx *c, v3_state *s)
     TRY(kpu_rng(c, 2, "padded 4x4 output map", s->out, rows));
     okpu_model_touch_kpu_rows(c->m, s->out, rows);
     set_map(c->L, s->out, 4, 4, s->count);
+    set_work(c, 16ull * s->count);
     return OKPU_OK;
 }
 
@@ -515,7 +616,9 @@ static int parse_remove_padding(v3_ctx *c, v3_state *s)
     s->in = fld(c, 1), s->out = fld(c, 2), s->count = fld(c, 3);
     TRY(main_rng(c, 1, "input", s->in, s->count ? 16ull * (s->count - 1u) + 1u : 0u));
     TRY(main_rng(c, 2, "output", s->out, s->count));
+    TRY(disjoint(c, 1, "input", s->in, s->count ? 16ull * (s->count - 1u) + 1u : 0u, s->out, s->count));
     set_out(c->L, s, OKPU_DTYPE_U8, s->out, s->count);
+    set_work(c, s->count);
     return OKPU_OK;
 }
 
@@ -533,6 +636,7 @@ static int parse_upload(v3_ctx *c, v3_state *s)
     TRY(kpu_rng(c, 2, "output map", s->out, rows));
     okpu_model_touch_kpu_rows(c->m, s->out, rows);
     set_map(c->L, s->out, s->w, s->h, s->c);
+    set_work(c, (uint64_t)s->w * s->h * s->c);
     return OKPU_OK;
 }
 
@@ -550,7 +654,7 @@ static int run_add(okpu_model *m, okpu_layer *L, v3_state *s, okpu_error *err)
 static int run_qadd(okpu_model *m, okpu_layer *L, v3_state *s, okpu_error *err)
 {
     (void)L, (void)err;
-    okpu_k_quant_add_u8(MAIN(s->in), MAIN(s->in_b), MAIN(s->out), s->count, &s->qadd, m->opts.v3_quant_round);
+    okpu_k_quant_add_u8(MAIN(s->in), MAIN(s->in_b), MAIN(s->out), s->count, &s->p.qadd, m->opts.v3_quant_round);
     return OKPU_OK;
 }
 
@@ -579,16 +683,16 @@ static int run_pool(okpu_model *m, okpu_layer *L, v3_state *s, okpu_error *err)
     (void)err;
     switch (L->type) {
     case V3_MAX_POOL2D:
-        okpu_k_max_pool_f32(MAIN(s->in), MAIN(s->out), &s->pool, s->act);
+        okpu_k_max_pool_f32(MAIN(s->in), MAIN(s->out), &s->p.pool, s->act);
         break;
     case V3_AVERAGE_POOL2D:
-        okpu_k_avg_pool_f32(MAIN(s->in), MAIN(s->out), &s->pool, s->act);
+        okpu_k_avg_pool_f32(MAIN(s->in), MAIN(s->out), &s->p.pool, s->act);
         break;
     case V3_QUANTIZED_MAX_POOL2D:
-        okpu_k_max_pool_u8(MAIN(s->in), MAIN(s->out), &s->pool);
+        okpu_k_max_pool_u8(MAIN(s->in), MAIN(s->out), &s->p.pool);
         break;
     default:
-        okpu_k_avg_pool_u8(MAIN(s->in), MAIN(s->out), &s->pool);
+        okpu_k_avg_pool_u8(MAIN(s->in), MAIN(s->out), &s->p.pool);
         break;
     }
     return OKPU_OK;
@@ -646,7 +750,7 @@ static int run_fc(okpu_model *m, okpu_layer *L, v3_state *s, okpu_error *err)
 static int run_qfc(okpu_model *m, okpu_layer *L, v3_state *s, okpu_error *err)
 {
     (void)L, (void)err;
-    okpu_k_fc_u8(MAIN(s->in), MAIN(s->out), s->blob, s->blob2, s->in_ch, s->out_ch, &s->qfc, m->opts.v3_quant_round);
+    okpu_k_fc_u8(MAIN(s->in), MAIN(s->out), s->blob, s->blob2, s->in_ch, s->out_ch, &s->p.qfc, m->opts.v3_quant_round);
     return OKPU_OK;
 }
 
@@ -807,9 +911,14 @@ static int v3_parse_layer(okpu_model *m, int i, uint64_t hdr_off, uint64_t boff,
                          "bytes); the file is truncated — copy it again",
                          i, op->name, (unsigned long long)boff, (unsigned long)op->min_body, (unsigned long)m->size);
 
-    s = (v3_state *)okpu_model_alloc(m, sizeof *s);
-    if (!s)
-        return okpu_fail(err, OKPU_ERR_NO_MEM, i, (long)boff, "out of memory decoding layer %d (%s)", i, op->name);
+    {
+        size_t bytes = type == V3_K210_CONV ? sizeof *s : offsetof(v3_state, job);
+        s = (v3_state *)okpu_model_alloc(m, bytes);
+        if (!s)
+            return okpu_fail(err, OKPU_ERR_NO_MEM, i, (long)boff, "out of memory decoding layer %d (%s)", i,
+                             op->name);
+        s->alloc_size = (uint32_t)bytes;
+    }
     L->state = s;
     s->flags = okpu_rd_u32(c.body);
     {
@@ -959,8 +1068,11 @@ static int v3_run_layer(okpu_model *m, int index, okpu_error *err)
 static void v3_free_layer(okpu_model *m, okpu_layer *L)
 {
     if (L->state)
-        okpu_model_free_mem(m, L->state, sizeof(v3_state));
+        okpu_model_free_mem(m, L->state, ((v3_state *)L->state)->alloc_size);
     L->state = NULL;
 }
 
 const okpu_format okpu_format_v3 = {"kmodel v3 (nncase v0.1 / Maix-EMC)", 3, v3_parse, v3_run_layer, v3_free_layer};
+
+/* The bound okpu_model_alloc_layers applies assumes small records for non-KPU layers. */
+typedef char v3_small_state_fits[offsetof(v3_state, job) <= OKPU_LAYER_STATE_MAX ? 1 : -1];

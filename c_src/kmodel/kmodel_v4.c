@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../core/bytes.h"
+#include "../core/checked.h"
 #include "../core/error.h"
 #include "../kernels/neutral_kernels.h"
 #include "../kernels/nnil.h"
@@ -36,6 +37,7 @@
 #define V4_MAX_CONCAT 4096u
 #define V4_MAX_BATCHES 1024
 #define V4_MAX_WINDOW 4096
+#define V4_SHAPE_LOOKBACK 64 /* nodes set_t_like searches for the shape of a flat input (real models: 1-3) */
 
 enum { MT_CONST = 0, MT_MAIN = 1, MT_KPU = 2 };
 enum { DT_F32 = 0, DT_U8 = 1 };
@@ -72,6 +74,7 @@ typedef struct v4_node {
     okpu_tensor t;
     int out_mem; /* okpu_mem_kind */
     uint32_t out_off;
+    uint64_t work; /* multiply-accumulates or elements touched (node_work) */
 } v4_node;
 
 typedef struct v4_op v4_op;
@@ -87,6 +90,7 @@ typedef struct v4_cx {
     uint32_t pos;
     uint32_t body_off;
     uint32_t const_off, const_size;
+    int running; /* re-decoding before a run: skip what only describes the node (set_t_like's search) */
 } v4_cx;
 
 struct v4_op {
@@ -286,9 +290,10 @@ static void set_t_like(v4_cx *cx, v4_node *n, const v4_mr *src, uint32_t dtype, 
 {
     int j;
     set_t(n, dtype, 1, (int32_t)count, 1, 1);
-    if (src->type != MT_MAIN)
+    if (src->type != MT_MAIN || cx->running)
         return;
-    for (j = cx->idx - 1; j >= 0; j--) {
+    /* look back a bounded number of nodes: unbounded, 65,536 nodes cost 2^31 comparisons at load */
+    for (j = cx->idx - 1; j >= 0 && j >= cx->idx - V4_SHAPE_LOOKBACK; j--) {
         const okpu_place *p = &cx->m->layers[j].out;
         if (p->mem == OKPU_MEM_MAIN && p->offset == src->start && p->t.bytes == src->size) {
             if ((uint64_t)p->t.n * p->t.c * p->t.h * p->t.w == count)
@@ -477,10 +482,21 @@ static int p_concat(v4_cx *cx, v4_node *n)
         if (dim < 0 || dim > V4_MAX_DIM)
             return nfail(cx, OKPU_ERR_KMODEL_FORMAT, "dims[%lu] is %ld, expected 0..%d", (unsigned long)i, (long)dim,
                          V4_MAX_DIM);
-        need_bytes = (uint64_t)n->inner * (uint64_t)dim * n->outer;
+        /* inner * dim * outer wraps to 0 unchecked, and the kernel then moves gigabytes */
+        if (okpu_mul3(n->inner, (uint64_t)dim, n->outer, OKPU_SIZE_LIMIT, &need_bytes))
+            return nfail(cx, OKPU_ERR_KMODEL_FORMAT,
+                         "input %lu: inner_size %lu x dims %ld x outer_size %lu exceeds %llu bytes", (unsigned long)i,
+                         (unsigned long)n->inner, (long)dim, (unsigned long)n->outer,
+                         (unsigned long long)OKPU_SIZE_LIMIT);
         cx->pos = list_at + 16u * i;
         TRY(rd_mr(cx, &r, "a concat input", IN_TYPES, (int)n->out.dtype, need_bytes));
-        total += need_bytes;
+        if (r.type == MT_MAIN && okpu_ranges_overlap(r.start, r.size, n->out.start, n->out.size))
+            return nfail(cx, OKPU_ERR_KMODEL_FORMAT,
+                         "concat input %lu [%lu, %llu) overlaps the output [%lu, %llu) in main memory; concat cannot "
+                         "work in place",
+                         (unsigned long)i, (unsigned long)r.start, (unsigned long long)r.start + r.size,
+                         (unsigned long)n->out.start, (unsigned long long)n->out.start + n->out.size);
+        total += need_bytes; /* <= 4096 inputs of < 2^32 bytes: no wrap */
     }
     cx->pos = list_at;
     if (total != n->out.size)
@@ -563,16 +579,31 @@ static int conv_common(v4_cx *cx, v4_node *n, int quant)
     return OKPU_OK;
 }
 
-static uint64_t conv_weights(const v4_node *n)
+/* Bytes of e-byte elements in a*b*c*d, refused past any possible size: unchecked, oc*ic*fh*fw*4 wraps in 64 bits
+ * and a tiny body passes for huge weights the kernel then reads outside the model. */
+static int span_size(v4_cx *cx, const char *what, uint64_t e, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+                     uint64_t *out)
 {
-    return (uint64_t)n->oc * (uint64_t)(n->sa[1] / n->groups) * (uint64_t)n->win.filter_h * (uint64_t)n->win.filter_w;
+    if (!okpu_mul4(a, b, c, d, OKPU_SIZE_LIMIT, out) && !okpu_mul_ovf(*out, e, OKPU_SIZE_LIMIT, out))
+        return OKPU_OK;
+    return nfail(cx, OKPU_ERR_KMODEL_FORMAT, "%s of %llu x %llu x %llu x %llu elements exceed %llu bytes", what,
+                 (unsigned long long)a, (unsigned long long)b, (unsigned long long)c, (unsigned long long)d,
+                 (unsigned long long)OKPU_SIZE_LIMIT);
+}
+
+static int conv_weights(v4_cx *cx, const v4_node *n, uint64_t e, uint64_t *bytes)
+{
+    return span_size(cx, "weights (oc x ic/groups x filter_h x filter_w)", e, (uint64_t)n->oc,
+                     (uint64_t)(n->sa[1] / n->groups), (uint64_t)n->win.filter_h, (uint64_t)n->win.filter_w, bytes);
 }
 
 static int p_conv2d(v4_cx *cx, v4_node *n)
 {
+    uint64_t wb;
     TRY(conv_common(cx, n, 0));
     TRY(rd_act(cx, n));
-    TRY(rd_span(cx, &n->w, conv_weights(n) * 4u, "weights (oc x ic/groups x filter_h x filter_w float32)"));
+    TRY(conv_weights(cx, n, 4, &wb));
+    TRY(rd_span(cx, &n->w, wb, "weights (oc x ic/groups x filter_h x filter_w float32)"));
     return rd_span(cx, &n->bias, (uint64_t)n->oc * 4u, "bias (out_channels float32)");
 }
 
@@ -588,12 +619,14 @@ static int p_qconv2d(v4_cx *cx, v4_node *n)
     static const char *const names[5] = {"input_offset", "filter_offset", "output_mul", "output_shift",
                                          "output_offset"};
     int i;
+    uint64_t wb;
     TRY(conv_common(cx, n, 1));
     for (i = 0; i < 5; i++)
         TRY(rd_i32(cx, &n->q[i], names[i]));
     TRY(chk_shift(cx, n->q[3], "output_shift"));
     TRY(rd_span(cx, &n->bias, (uint64_t)n->oc * 4u, "bias (out_channels int32)"));
-    return rd_span(cx, &n->w, conv_weights(n), "weights (oc x ic/groups x filter_h x filter_w uint8)");
+    TRY(conv_weights(cx, n, 1, &wb));
+    return rd_span(cx, &n->w, wb, "weights (oc x ic/groups x filter_h x filter_w uint8)");
 }
 
 static void qconv_params(const v4_node *n, v4_qconv_params *p)
@@ -640,9 +673,11 @@ static int p_conv2d_transpose(v4_cx *cx, v4_node *n)
         cx->pos = after;
     }
     n->oc = n->so[1];
-    TRY(rd_span(cx, &n->w, (uint64_t)n->so[1] * (uint64_t)(n->sa[1] / n->groups) * (uint64_t)n->win.filter_h *
-                               (uint64_t)n->win.filter_w * 4u,
-                "weights (out_channels x in_channels/groups x filter_h x filter_w float32)"));
+    {
+        uint64_t wb;
+        TRY(conv_weights(cx, n, 4, &wb));
+        TRY(rd_span(cx, &n->w, wb, "weights (out_channels x in_channels/groups x filter_h x filter_w float32)"));
+    }
     TRY(rd_span(cx, &n->bias, (uint64_t)n->so[1] * 4u, "bias (out_channels float32)"));
     set_t(n, DT_F32, n->so[0], n->so[1], n->so[2], n->so[3]);
     return OKPU_OK;
@@ -1104,9 +1139,10 @@ static int p_nnil(v4_cx *cx, v4_node *n)
     /* the program is the rest of the body (nncase read_avail); zero padding decodes as nop */
     n->prog = cx->body + cx->pos;
     if (nnil_check(n->prog, cx->avail - cx->pos, &len, &bad, &why) != 0) {
+        uint32_t start = cx->pos; /* after the two ranges: 32; rd_mr guarantees avail >= start */
         cx->pos += (uint32_t)bad;
-        return nfail(cx, OKPU_ERR_KMODEL_FORMAT, "nnil program (%lu bytes from body offset 40) at its byte %lu: %s",
-                     (unsigned long)(cx->avail - 40u), (unsigned long)bad, why);
+        return nfail(cx, OKPU_ERR_KMODEL_FORMAT, "nnil program (%lu bytes from body offset %lu) at its byte %lu: %s",
+                     (unsigned long)(cx->avail - start), (unsigned long)start, (unsigned long)bad, why);
     }
     n->prog_len = len;
     set_t_like(cx, n, &n->in, DT_F32, n->in.size / 4u);
@@ -1168,8 +1204,9 @@ static int p_cpu_conv(v4_cx *cx, v4_node *n, int depthwise, int quant)
     } else {
         TRY(rd_act(cx, n));
     }
-    wcount = (uint64_t)n->win.filter_h * (uint64_t)n->win.filter_w * (uint64_t)n->sa[3] *
-             (depthwise ? 1u : (uint64_t)n->oc);
+    TRY(span_size(cx, "weights (filter_h x filter_w x in_channels x out_channels)", quant ? 1u : 4u,
+                  (uint64_t)n->win.filter_h, (uint64_t)n->win.filter_w, (uint64_t)n->sa[3],
+                  depthwise ? 1u : (uint64_t)n->oc, &wcount));
     {
         uint32_t after = cx->pos;
         cx->pos = at;
@@ -1178,7 +1215,7 @@ static int p_cpu_conv(v4_cx *cx, v4_node *n, int depthwise, int quant)
         cx->pos = after;
     }
     /* float bodies: weights then bias; quantized bodies too (cpu_ops_body.h: weights, then bias) */
-    TRY(rd_span(cx, &n->w, wcount * (quant ? 1u : 4u), "weights"));
+    TRY(rd_span(cx, &n->w, wcount, "weights"));
     TRY(rd_span(cx, &n->bias, (uint64_t)n->oc * 4u, "bias"));
     set_t(n, quant ? DT_U8 : DT_F32, n->so[0], n->so[3], n->so[1], n->so[2]);
     return OKPU_OK;
@@ -1559,6 +1596,93 @@ static int parse_io(okpu_model *m, okpu_error *err, uint32_t ninputs, uint32_t n
     return OKPU_OK;
 }
 
+static uint64_t prod4u(const int32_t s[4])
+{
+    return okpu_sat_mul(okpu_sat_mul((uint64_t)s[0], (uint64_t)s[1]), okpu_sat_mul((uint64_t)s[2], (uint64_t)s[3]));
+}
+
+/* What running the node costs, for the model's work budget: multiply-accumulates for convolutions and matmuls,
+ * window taps for windowed reductions, instructions for nnil, elements touched for the rest. Saturating: a corrupt
+ * node shows a huge number, never a wrapped small one. */
+static uint64_t node_work(uint32_t opcode, const v4_node *n)
+{
+    uint64_t out = okpu_sat_mul(okpu_sat_mul(n->t.n, n->t.c), okpu_sat_mul(n->t.h, n->t.w));
+    uint64_t win = okpu_sat_mul((uint64_t)n->win.filter_h, (uint64_t)n->win.filter_w);
+    switch (opcode) {
+    case 0x01: /* concat: bytes moved */
+        return n->out.size;
+    case 0x02:
+    case 0x0F: /* conv2d: out x ic/groups x window */
+        return okpu_sat_mul(okpu_sat_mul(out, (uint64_t)(n->sa[1] / n->groups)), win);
+    case 0x13: /* conv2d_transpose: in x oc/groups x window, plus the zeroing and activation passes */
+        return okpu_sat_add(okpu_sat_mul(okpu_sat_mul(prod4u(n->sa), (uint64_t)(n->so[1] / n->groups)), win),
+                            okpu_sat_mul(out, 2));
+    case 0x04:
+    case 0x10: /* matmul */
+        return okpu_sat_mul(okpu_sat_mul((uint64_t)n->rows, (uint64_t)n->cols), (uint64_t)n->bcols);
+    case 0x07: /* reduce: every input once */
+        return okpu_sat_add(prod4u(n->sa), out);
+    case 0x08:
+    case 0x1003: /* reduce_window2d: every output visits its window */
+        return okpu_sat_mul(out, win);
+    case 0x0B: /* softmax: max, sum, write */
+        return okpu_sat_mul(out, 3);
+    case 0x14: /* nnil: the program runs once per element */
+        return okpu_sat_mul(n->in.size / 4u, n->prog_len ? n->prog_len : 1u);
+    case 0x1001:
+    case 0x1004:
+        return okpu_sat_mul(okpu_sat_mul(out, win), (uint64_t)n->sa[3]);
+    case 0x1002:
+    case 0x1005:
+        return okpu_sat_mul(out, win);
+    case 0x2001:
+        return prod4u(n->sa);
+    case 0x2002:
+        return okpu_sat_mul(kpu_args_macs(&n->args), (uint64_t)n->batches);
+    default: /* elementwise, pad, resize, transpose, slice, copies: one pass over the output */
+        return out;
+    }
+}
+
+/* Ops whose kernels read element i before writing element i and nothing else (or use memmove) may run in place;
+ * every other kernel reads inputs after it started writing the output. */
+static int runs_in_place(uint32_t opcode)
+{
+    switch (opcode) {
+    case 0x00: /* binary */
+    case 0x03: /* dequantize */
+    case 0x06: /* quantize */
+    case 0x09: /* memory_copy (memmove) */
+    case 0x0E: /* unary */
+    case 0x11: /* quantized_binary */
+    case 0x12: /* table_lookup1d */
+    case 0x14: /* nnil_unary_method */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int check_overlap(v4_cx *cx, const v4_node *n)
+{
+    const v4_mr *ins[2];
+    const char *names[2] = {"input", "second input"};
+    int k;
+    ins[0] = &n->in;
+    ins[1] = &n->in2;
+    if (runs_in_place(cx->op->opcode) || n->out.type != MT_MAIN)
+        return OKPU_OK;
+    for (k = 0; k < 2; k++)
+        if (ins[k]->type == MT_MAIN && okpu_ranges_overlap(ins[k]->start, ins[k]->size, n->out.start, n->out.size)) {
+            cx->pos = 0;
+            return nfail(cx, OKPU_ERR_KMODEL_FORMAT,
+                         "the %s [%lu, %llu) overlaps the output [%lu, %llu) in main memory; %s cannot work in place",
+                         names[k], (unsigned long)ins[k]->start, (unsigned long long)ins[k]->start + ins[k]->size,
+                         (unsigned long)n->out.start, (unsigned long long)n->out.start + n->out.size, cx->op->name);
+        }
+    return OKPU_OK;
+}
+
 static void fill_info(okpu_model *m, int idx, const v4_node *n)
 {
     okpu_layer *L = &m->layers[idx];
@@ -1586,6 +1710,7 @@ static void fill_info(okpu_model *m, int idx, const v4_node *n)
         I->para_size = a->para_size;
         I->macs = kpu_args_macs(a) * (uint64_t)n->batches;
     }
+    I->work = n->work;
     L->out.t = n->t;
     L->out.t.layer = idx;
     L->out.mem = (okpu_mem_kind)n->out_mem;
@@ -1675,6 +1800,8 @@ static int v4_parse(okpu_model *m, okpu_error *err)
         cx_init(&cx, m, err, (int)i);
         memset(&n, 0, sizeof n);
         TRY(op->parse(&cx, &n));
+        TRY(check_overlap(&cx, &n));
+        n.work = node_work(opcode, &n);
         fill_info(m, (int)i, &n);
         if (opcode == 0x2002) {
             okpu_model_touch_kpu_rows(m, n.args.image_src_addr, n.in_rows * (uint32_t)n.batches);
@@ -1706,6 +1833,7 @@ static int v4_run_layer(okpu_model *m, int index, okpu_error *err)
     v4_cx cx;
     v4_node n;
     cx_init(&cx, m, err, index);
+    cx.running = 1;
     memset(&n, 0, sizeof n);
     TRY(cx.op->parse(&cx, &n)); /* validated at load: cannot fail; re-decoding keeps no per-node state */
     return cx.op->run(&cx, &n);
