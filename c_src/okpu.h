@@ -109,7 +109,14 @@ typedef struct okpu_options {
     okpu_backend_kind backend;
     const okpu_allocator *allocator;
     const okpu_k210_port *k210_port; /* OKPU_BACKEND_K210 only: NULL = the board's own (board builds) */
+    /* Work budget: a model whose forward pass costs more than this (multiply-accumulates + elements touched, summed
+     * over its layers) is refused at load with OKPU_ERR_KMODEL_FORMAT naming the layer that crosses it, so a corrupt
+     * or hostile file cannot keep a board busy for hours. 0 = OKPU_DEFAULT_MAX_WORK. */
+    uint64_t max_work;
 } okpu_options;
+
+/* The default work budget: about 15x the largest real model (MobileNet v1 0.75, v3: 542,429,040). */
+#define OKPU_DEFAULT_MAX_WORK ((uint64_t)8000000000u)
 
 void okpu_options_default(okpu_options *opts);
 
@@ -133,6 +140,7 @@ typedef struct okpu_layer_info {
     int depthwise, kernel_type, pool_type;
     uint32_t para_size; /* KPU: para_size field; other layers: body size (MaixPy's convention) */
     uint64_t macs;      /* multiply-accumulates this layer performs on the KPU (0 for CPU layers) */
+    uint64_t work;      /* what running it costs: multiply-accumulates or elements touched (>= 1); see max_work */
     okpu_tensor output; /* what the layer writes (the output of a run stopped after this layer) */
 } okpu_layer_info;
 
@@ -147,6 +155,8 @@ typedef struct okpu_memory_info {
     uint32_t kpu_row_lo;    /* lowest row touched (OKPU_KPU_RAM_ROWS when none) */
     uint32_t kpu_row_hi;    /* one past the highest row touched (0 when none) */
     uint64_t kpu_macs;      /* multiply-accumulates of one full forward pass on the KPU */
+    uint64_t work;          /* sum of the layers' work (okpu_layer_info.work): one forward pass */
+    uint64_t max_work;      /* the limit the model was loaded under (okpu_options.max_work) */
 } okpu_memory_info;
 
 typedef struct okpu_model okpu_model;

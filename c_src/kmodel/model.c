@@ -4,6 +4,7 @@
 
 #include "../core/alloc.h"
 #include "../core/bytes.h"
+#include "../core/checked.h"
 #include "../core/error.h"
 #include "../kpu/kpu_layout.h"
 #include "model.h"
@@ -55,6 +56,17 @@ int okpu_model_alloc_layers(okpu_model *m, int count, okpu_error *err)
     if (count < 0 || (size_t)count > ((size_t)-1) / sizeof(okpu_layer))
         return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, -1, -1, "layer count %d is not valid", count);
     bytes = (size_t)count * sizeof(okpu_layer);
+    /* Per-layer records (this table and a reader's decoded body, at most OKPU_LAYER_STATE_MAX each) must stay in
+     * proportion to the file: a file of 100,000 near-empty 24-byte layers would otherwise take 14-27x its size. */
+    if ((uint64_t)count * (sizeof(okpu_layer) + OKPU_LAYER_STATE_MAX) >
+        OKPU_LAYER_RECORD_RATIO * (uint64_t)m->size + OKPU_LAYER_RECORD_SLACK)
+        return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, -1, -1,
+                         "the model declares %d layers in %lu bytes: their records would take %llu bytes, more than "
+                         "%ux the file + %u bytes; a real model's layers carry weights or tables, so the file is "
+                         "corrupt - copy or recompile it",
+                         count, (unsigned long)m->size,
+                         (unsigned long long)count * (sizeof(okpu_layer) + OKPU_LAYER_STATE_MAX),
+                         OKPU_LAYER_RECORD_RATIO, OKPU_LAYER_RECORD_SLACK);
     m->layers = (okpu_layer *)okpu_model_alloc(m, bytes);
     if (!m->layers)
         return okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
@@ -161,6 +173,31 @@ static int identify(const uint8_t *data, size_t size, int *version, okpu_error *
                      data[0], data[1], data[2], data[3], (unsigned long)magic);
 }
 
+/* Sum the layers' work (each at least 1: a layer costs its dispatch even when empty) and refuse the model at the
+ * first layer that takes the total past the budget, before anything is allocated for running it. */
+static int check_work_budget(okpu_model *m, okpu_error *err)
+{
+    uint64_t limit = m->opts.max_work ? m->opts.max_work : OKPU_DEFAULT_MAX_WORK, total = 0;
+    int i;
+    for (i = 0; i < m->layer_count; i++) {
+        okpu_layer_info *I = &m->layers[i].info;
+        if (I->work == 0)
+            I->work = 1;
+        total = okpu_sat_add(total, I->work);
+        if (total > limit)
+            return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, i, (long)m->layers[i].body_offset,
+                             "layer %d (%s) body at byte %lu: its work of %llu operations (multiply-accumulates or "
+                             "elements touched) brings the model's total to %llu, past the work limit of %llu; the "
+                             "file is corrupt, or a model this large is meant - then raise the limit (max_work= of "
+                             "kpu.load / _kpu.Model, okpu_options.max_work in C)",
+                             i, I->type_name ? I->type_name : "?", (unsigned long)m->layers[i].body_offset,
+                             (unsigned long long)I->work, (unsigned long long)total, (unsigned long long)limit);
+    }
+    m->mem.work = total;
+    m->mem.max_work = limit;
+    return OKPU_OK;
+}
+
 static uint32_t count_rows(const uint8_t *map, uint32_t *lo, uint32_t *hi)
 {
     uint32_t r, n = 0;
@@ -223,6 +260,8 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
     rc = fmt->parse(m, err);
     if (rc == OKPU_OK)
         rc = okpu_model_check_main_budget(m, err);
+    if (rc == OKPU_OK)
+        rc = check_work_budget(m, err);
     if (rc != OKPU_OK)
         goto fail;
 

@@ -85,6 +85,13 @@ extern const okpu_format okpu_format_v4;
 /* The reader for a file's format version (3, 4), or NULL when the core has none (formats.c). */
 const okpu_format *okpu_find_format(int version);
 
+/* Bound on per-layer memory: layer_count x (sizeof(okpu_layer) + OKPU_LAYER_STATE_MAX) may not exceed
+ * OKPU_LAYER_RECORD_RATIO x the file size + OKPU_LAYER_RECORD_SLACK (okpu_model_alloc_layers). The v3 reader's
+ * records of non-KPU layers stay under OKPU_LAYER_STATE_MAX; the v4 reader keeps none. */
+#define OKPU_LAYER_STATE_MAX 160u
+#define OKPU_LAYER_RECORD_RATIO 4u
+#define OKPU_LAYER_RECORD_SLACK (256u * 1024u)
+
 /* Helpers for the format readers. */
 int okpu_model_alloc_layers(okpu_model *m, int count, okpu_error *err);
 void *okpu_model_alloc(okpu_model *m, size_t size); /* zeroed, via the model's allocator */
