@@ -263,3 +263,30 @@ int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
     }
     return OKPU_OK;
 }
+
+/* The KPU fetches its weights itself: load_time + 1 loads of para_size bytes from para_start_addr, each for
+ * o_ch_num_coef output channels (the last load takes the remaining channels). Nothing else in the layer words bounds
+ * that read, so a word with a large para_size or load_time makes the chip read past the model's weights. Accepted:
+ * the layout nncase v0.2 and Maix-EMC write (kpu-reference.md section 3) and every real model carries -
+ * load_time + 1 = ceil(out channels / channels per load), para_size = bytes per channel x channels per load (or
+ * less: a shorter load reads less) - so the loads stay inside the kpu_weights_bytes() the loader validated. */
+int kpu_args_check_weight_loads(const kpu_args *a, int eight_bit, int layer, long offset, okpu_error *err)
+{
+    uint64_t k = kpu_kernel_size(a);
+    uint64_t per_ch = (a->depthwise ? k * k : (uint64_t)a->in_channels * k * k) * (eight_bit ? 1u : 2u);
+    uint64_t per_load = a->out_channels_coef, loads = a->load_time + 1u;
+    uint64_t want_loads = per_load ? (a->out_channels + per_load - 1u) / per_load : 0u;
+    if (!a->load_para) /* the KPU keeps the weights already loaded and reads none */
+        return OKPU_OK;
+    if (per_load >= 1u && per_load <= a->out_channels && a->para_size <= per_ch * per_load && loads == want_loads)
+        return OKPU_OK;
+    return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, layer, offset,
+                     "layer %d: the KPU's weight loads (para_size %lu bytes x %lu loads, %lu output channels per "
+                     "load) do not match the layer's %lu output channels of %llu weight bytes each (expected "
+                     "para_size <= %llu, %llu loads): the chip would read %llu bytes from a table of %lu, past the "
+                     "model's weights; the file is corrupt - recompile or copy it again",
+                     layer, (unsigned long)a->para_size, (unsigned long)loads, (unsigned long)per_load,
+                     (unsigned long)a->out_channels, (unsigned long long)per_ch,
+                     (unsigned long long)(per_ch * (per_load ? per_load : 1u)), (unsigned long long)want_loads,
+                     (unsigned long long)a->para_size * loads, (unsigned long)kpu_weights_bytes(a, eight_bit));
+}

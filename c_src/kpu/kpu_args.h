@@ -85,4 +85,9 @@ uint64_t kpu_args_macs(const kpu_args *a);
  * `layer`/`offset` locate it in the file for the message. */
 int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err);
 
+/* The chip's own weight fetch (para_size, load_time, out_channels_coef; load_para 0 = no fetch) against the weight
+ * table the loader validated: anything but the nncase / Maix-EMC layout is refused, since it would make the KPU read
+ * past the weights. Only the hardware (and the virtual board's KPU) reads by these fields; the emulator ignores them. */
+int kpu_args_check_weight_loads(const kpu_args *a, int eight_bit, int layer, long offset, okpu_error *err);
+
 #endif

@@ -129,6 +129,7 @@ static void execute_layer(okpu_kpu_device *d)
     job.eight_bit = (int)(d->eight_bit & 1u);
     kpu_args_decode(raw, &job.args);
     if (kpu_args_check(&job.args, layer, -1, &err) != OKPU_OK ||
+        kpu_args_check_weight_loads(&job.args, job.eight_bit, layer, -1, &err) != OKPU_OK ||
         !(job.bn = resolve_table(d, job.args.bwsx_base_addr, kpu_bn_bytes(&job.args), "batch-norm table", layer,
                                  &err)) ||
         !(job.weights = resolve_table(d, job.args.para_start_addr, kpu_weights_bytes(&job.args, job.eight_bit),

@@ -136,6 +136,8 @@ static int k210_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_erro
 
     if ((rc = kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
         return rc;
+    if ((rc = kpu_args_check_weight_loads(a, job->eight_bit, job->layer, -1, err)) != OKPU_OK)
+        return rc;
     if (!job->raw_args || !job->weights || !job->bn || !job->act)
         return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
                          "layer %d: KPU job without its layer argument or tables (the loader must point them into "
