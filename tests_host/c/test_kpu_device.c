@@ -338,8 +338,40 @@ static void test_registers(void)
     board_free(&b);
 }
 
+/* The KPU fetches para_size x (load_time + 1) weight bytes on its own: a word whose weight-load fields reach past
+ * the 8-byte table faults (issue 10), the nncase layout of the same layer runs. */
+static void test_weight_loads(void)
+{
+    board b;
+    layer_words L;
+    uint8_t weights[8] = {1, 2, 3, 4, 5, 6, 7, 8}, bn[16] = {0}, act[KPU_ACT_TABLE_BYTES] = {0};
+    const okpu_error *f;
+    board_init(&b);
+    board_place(&b, weights, sizeof weights);
+    board_place(&b, bn, sizeof bn);
+    board_place(&b, act, sizeof act);
+    L = one_layer(BUS_BASE, BUS_BASE + 256, BUS_BASE + 512, 0);
+    L.w[4] |= field(10, 1); /* load_para: the chip fetches the weights itself */
+    push(&b, &L);           /* para_size 8, one load of 2 channels x 4 bytes: exactly the table */
+    CHECK(okpu_kpu_device_fault(b.dev) == NULL && okpu_kpu_device_layers_run(b.dev) == 1, "nncase layout: %s",
+          okpu_kpu_device_fault(b.dev) ? okpu_kpu_device_fault(b.dev)->message : "");
+    L.w[5] = field(15, 0x1FFFF) | field(1, 63) | field(32, BUS_BASE); /* 131071 bytes x 64 loads */
+    push(&b, &L);
+    f = okpu_kpu_device_fault(b.dev);
+    CHECK(f && strstr(f->message, "weight loads") && okpu_kpu_device_layers_run(b.dev) == 1,
+          "para_size 131071 x 64 loads over an 8-byte table: %s", f ? f->message : "no fault");
+    okpu_kpu_device_clear_fault(b.dev);
+    L.w[5] = field(15, 8) | field(1, 1) | field(32, BUS_BASE); /* 2 loads of a whole table each */
+    push(&b, &L);
+    f = okpu_kpu_device_fault(b.dev);
+    CHECK(f && strstr(f->message, "weight loads"), "load_time 1 for 2 channels per load of 2: %s",
+          f ? f->message : "no fault");
+    board_free(&b);
+}
+
 int main(void)
 {
+    test_weight_loads();
     test_registers();
     test_models();
     return ctest_summary();
