@@ -14,6 +14,7 @@ RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=pi
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
 .PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test preflight sdist-check bench mpy-host \
+	fuzz fuzz-build fuzz-replay \
 	mpy-rv64 \
 	mpy-size firmware \
 	vboard-bench clean
@@ -84,7 +85,7 @@ mpy-check: setup
 pytest: install
 	$(PYTHON) -m pytest -q tests_host
 
-test: preflight ctest cross mpy-check pytest sdist-check
+test: preflight ctest cross fuzz-replay mpy-check pytest sdist-check
 
 # One clear line, before anything is built, when a tool the suite needs is missing.
 preflight:
@@ -170,3 +171,48 @@ ctest-build: $(CTESTS) $(SAN_TOOLS)
 
 ctest: ctest-build
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
+
+# ---- Fuzzing (libFuzzer, clang; Debian: apt-get install clang libclang-rt-14-dev) ----------------------------------
+# make fuzz FUZZ_SECONDS=N  runs every target for N seconds each from seeds generated into build/fuzz/seeds (real
+#                           models + the writers' models; nothing real is committed) and the regression corpus;
+#                           new corpus entries go to build/fuzz/corpus/<target>.
+# make fuzz-replay          replays tests_host/fuzz/corpus/<target>/ (every input that ever failed) through each
+#                           target, then fuzzes each briefly (FUZZ_REPLAY_SECONDS): part of make test.
+FUZZ_CC       ?= clang
+FUZZ_TARGETS  := fuzz_v3 fuzz_v4 fuzz_post
+FUZZ_DIR      := $(BUILD)/fuzz
+FUZZ_FLAGS    := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ic_src
+FUZZ_SECONDS  ?= 60
+FUZZ_REPLAY_SECONDS ?= 3
+FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/,$(FUZZ_TARGETS))
+FUZZ_HDR      := $(wildcard tests_host/fuzz/*.h)
+
+$(FUZZ_DIR)/%: tests_host/fuzz/%.c $(FUZZ_HDR) $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) -lm
+
+fuzz-build: $(FUZZ_BINS)
+
+$(FUZZ_DIR)/seeds/.done: tests_host/fuzz/make_seeds.py
+	rm -rf $(FUZZ_DIR)/seeds
+	$(PYTHON) tests_host/fuzz/make_seeds.py $(FUZZ_DIR)/seeds > $(FUZZ_DIR)/seeds.log 2>&1 || (tail -20 $(FUZZ_DIR)/seeds.log; false)
+	@tail -3 $(FUZZ_DIR)/seeds.log
+	touch $@
+
+fuzz: install fuzz-build $(FUZZ_DIR)/seeds/.done
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/artifacts/$$t tests_host/fuzz/corpus/$$t; \
+		echo "== $$t for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_DIR)/artifacts/$$t/ $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t \
+			tests_host/fuzz/corpus/$$t; \
+	done
+
+fuzz-replay: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $$t: replaying tests_host/fuzz/corpus/$$t"; \
+		$(FUZZ_DIR)/$$t -runs=0 -timeout=10 tests_host/fuzz/corpus/$$t 2>&1 | tail -1; \
+		rm -rf $(FUZZ_DIR)/replay/$$t && mkdir -p $(FUZZ_DIR)/replay/$$t && cp tests_host/fuzz/corpus/$$t/* $(FUZZ_DIR)/replay/$$t/; \
+		$(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_REPLAY_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+			-artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/replay/$$t 2>&1 | tail -1; \
+	done
