@@ -4,7 +4,8 @@
  * Binding only: argument conversion, exceptions, copies of results. Everything about models lives in the core.
  * The same small API is meant to be re-implemented as a MicroPython native module, so it stays plain:
  *
- *   m = _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0)
+ *   m = _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
+ *                  max_work=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass)
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
  *   _kpu.status_name(code)
@@ -94,8 +95,8 @@ static int check_enum(const char *name, int value, int max)
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"data", "conv_offset", "act_round", "v3_quant_round", "v4_quant_round", "mean_border",
-                             NULL};
-    PyObject *data;
+                             "max_work", NULL};
+    PyObject *data, *max_work = Py_None;
     okpu_options opts;
     int conv_offset, act_round, v3_round, v4_round, mean_border;
     ModelObject *self;
@@ -107,9 +108,21 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     v3_round = (int)opts.v3_quant_round;
     v4_round = (int)opts.v4_quant_round;
     mean_border = (int)opts.mean_border;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iiiii:Model", kwlist, &data, &conv_offset, &act_round,
-                                     &v3_round, &v4_round, &mean_border))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iiiiiO:Model", kwlist, &data, &conv_offset, &act_round,
+                                     &v3_round, &v4_round, &mean_border, &max_work))
         return NULL;
+    if (max_work != Py_None) {
+        unsigned long long mw = PyLong_Check(max_work) ? PyLong_AsUnsignedLongLong(max_work) : 0;
+        if (!PyLong_Check(max_work) || PyErr_Occurred() || mw == 0) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "[MAIXPY]kpu: load error:%d, ERR_PARAM: max_work must be a positive int below 2**64 "
+                         "(operations a forward pass may cost; default %llu), not %R",
+                         OKPU_ERR_PARAM, (unsigned long long)OKPU_DEFAULT_MAX_WORK, max_work);
+            return NULL;
+        }
+        opts.max_work = (uint64_t)mw;
+    }
     if (!PyObject_CheckBuffer(data)) {
         PyErr_Format(PyExc_TypeError, "Model() data must be a bytes-like object (the kmodel file), not %.100s",
                      Py_TYPE(data)->tp_name);
@@ -341,11 +354,39 @@ static PyObject *Model_memory(ModelObject *self, PyObject *unused)
         return NULL;
     memset(&mi, 0, sizeof mi);
     okpu_model_memory(self->model, &mi);
-    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:k,s:k,s:k,s:K}", "model_bytes", (Py_ssize_t)mi.model_bytes,
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:k,s:k,s:k,s:K,s:K,s:K}", "model_bytes", (Py_ssize_t)mi.model_bytes,
                          "model_alloc", (Py_ssize_t)mi.model_alloc, "main_mem", (Py_ssize_t)mi.main_mem,
                          "context_bytes", (Py_ssize_t)mi.context_bytes, "sram_total", (Py_ssize_t)mi.sram_total,
                          "kpu_rows_used", (unsigned long)mi.kpu_rows_used, "kpu_row_lo", (unsigned long)mi.kpu_row_lo,
-                         "kpu_row_hi", (unsigned long)mi.kpu_row_hi, "kpu_macs", (unsigned long long)mi.kpu_macs);
+                         "kpu_row_hi", (unsigned long)mi.kpu_row_hi, "kpu_macs", (unsigned long long)mi.kpu_macs,
+                         "work", (unsigned long long)mi.work, "max_work", (unsigned long long)mi.max_work);
+}
+
+/* Each layer's work (okpu_layer_info.work), in layer order: what the model's work budget adds up. */
+static PyObject *Model_work(ModelObject *self, PyObject *unused)
+{
+    PyObject *list;
+    int i, n;
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    n = okpu_model_layer_count(self->model);
+    list = PyList_New(n);
+    if (!list)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        okpu_layer_info li;
+        PyObject *v;
+        memset(&li, 0, sizeof li);
+        okpu_model_layer_info(self->model, i, &li);
+        v = PyLong_FromUnsignedLongLong((unsigned long long)li.work);
+        if (!v) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+    return list;
 }
 
 static PyObject *Model_kpu_ram(ModelObject *self, PyObject *unused)
@@ -390,6 +431,7 @@ static PyMethodDef Model_methods[] = {
      "Per-layer tuples (index, type, type_name, body_offset, body_size, is_kpu, wi, hi, chi, wo, ho, cho, "
      "depthwise, kernel_type, pool_type, para_size, macs, out_typecode, out_n, out_c, out_h, out_w)."},
     {"memory", (PyCFunction)Model_memory, METH_NOARGS, "What the model costs on a K210 (okpu_memory_info as a dict)."},
+    {"work", (PyCFunction)Model_work, METH_NOARGS, "Each layer's work (MACs or elements touched), in layer order."},
     {"kpu_ram", (PyCFunction)Model_kpu_ram, METH_NOARGS, "A copy of the emulated 2 MiB KPU RAM, or None."},
     {"free", (PyCFunction)Model_free, METH_NOARGS, "Free the model now (idempotent)."},
     {"freed", (PyCFunction)Model_freed, METH_NOARGS, "True after free()."},
@@ -400,7 +442,7 @@ static PyTypeObject ModelType = {
     .tp_basicsize = sizeof(ModelObject),
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0)\n\n"
+    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None)\n\n"
               "A loaded kmodel (v3/v4). `data` is any bytes-like object; it is referenced, not copied.",
     .tp_methods = Model_methods,
     .tp_new = Model_new,

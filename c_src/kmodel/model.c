@@ -188,8 +188,8 @@ static int check_work_budget(okpu_model *m, okpu_error *err)
             return okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, i, (long)m->layers[i].body_offset,
                              "layer %d (%s) body at byte %lu: its work of %llu operations (multiply-accumulates or "
                              "elements touched) brings the model's total to %llu, past the work limit of %llu; the "
-                             "file is corrupt, or a model this large is meant - then raise the limit (max_work= of "
-                             "kpu.load / _kpu.Model, okpu_options.max_work in C)",
+                             "file is corrupt, or a model this large is meant - then raise the limit "
+                             "(_kpu.Model(data, max_work=N); okpu_options.max_work in C)",
                              i, I->type_name ? I->type_name : "?", (unsigned long)m->layers[i].body_offset,
                              (unsigned long long)I->work, (unsigned long long)total, (unsigned long long)limit);
     }

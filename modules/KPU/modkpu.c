@@ -4,7 +4,8 @@
  * Same API as the CPython binding (python/_kpumodule.c); modules/KPU/KPU.py builds MaixPy's `KPU` API on top of
  * either. This file only translates between MicroPython objects and the portable core (c_src/okpu.h).
  *
- *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0)
+ *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
+ *              max_work=None)
  *   _kpu.status_name(code)
  *   _kpu.yolo2_decode(data, w, h, ch, anchors, threshold, nms, img_w, img_h), _kpu.face_encode(seq),
  *   _kpu.face_compare(a, b), _kpu.FACE_SCORE_UNDEFINED  (python/_kpu_post.c)
@@ -138,7 +139,8 @@ static void kpu_check_option(qstr name, mp_int_t value, mp_int_t max) {
 /* ---- Model(data, *, options) -------------------------------------------------------------------------------- */
 
 static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *all_args) {
-    enum { ARG_data, ARG_conv_offset, ARG_act_round, ARG_v3_quant_round, ARG_v4_quant_round, ARG_mean_border };
+    enum { ARG_data, ARG_conv_offset, ARG_act_round, ARG_v3_quant_round, ARG_v4_quant_round, ARG_mean_border,
+           ARG_max_work };
     static const mp_arg_t allowed_args[] = {
         { MP_QSTR_data, MP_ARG_REQUIRED | MP_ARG_OBJ, {.u_obj = MP_OBJ_NULL} },
         { MP_QSTR_conv_offset, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_CONV_OFFSET_PER_CHANNEL} },
@@ -146,6 +148,7 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
         { MP_QSTR_v3_quant_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_SDK_CARRY} },
         { MP_QSTR_v4_quant_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_HALF_UP} },
         { MP_QSTR_mean_border, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_MEAN_BORDER_REPLICATE} },
+        { MP_QSTR_max_work, MP_ARG_KW_ONLY | MP_ARG_OBJ, {.u_obj = mp_const_none} }, /* None: the default */
     };
     mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
     mp_arg_parse_all_kw_array(n_args, n_kw, all_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
@@ -169,6 +172,15 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
     opts.v3_quant_round = (okpu_round_mode)args[ARG_v3_quant_round].u_int;
     opts.v4_quant_round = (okpu_round_mode)args[ARG_v4_quant_round].u_int;
     opts.mean_border = (okpu_mean_border_mode)args[ARG_mean_border].u_int;
+    if (args[ARG_max_work].u_obj != mp_const_none) {
+        mp_int_t mw = mp_obj_get_int(args[ARG_max_work].u_obj);
+        if (mw <= 0) {
+            mp_raise_msg_varg(&mp_type_ValueError,
+                MP_ERROR_TEXT("[MAIXPY]kpu: load error:%d, ERR_PARAM: max_work must be a positive int (operations a "
+                              "forward pass may cost), not %d"), OKPU_ERR_PARAM, (int)mw);
+        }
+        opts.max_work = (uint64_t)mw;
+    }
     #ifdef OKPU_HAVE_K210_HW
     opts.backend = OKPU_BACKEND_K210; /* a board build runs layers on the chip's KPU (SYSCTL_CLOCK_AI enabled) */
     #endif
@@ -428,7 +440,7 @@ static mp_obj_t kpu_model_memory(mp_obj_t self_in) {
     okpu_memory_info mi;
     memset(&mi, 0, sizeof(mi));
     okpu_model_memory(self->model, &mi);
-    mp_obj_t dict = mp_obj_new_dict(9);
+    mp_obj_t dict = mp_obj_new_dict(11);
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_model_bytes), kpu_size(mi.model_bytes));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_model_alloc), kpu_size(mi.model_alloc));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_main_mem), kpu_size(mi.main_mem));
@@ -438,6 +450,8 @@ static mp_obj_t kpu_model_memory(mp_obj_t self_in) {
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_row_lo), kpu_uint(mi.kpu_row_lo));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_row_hi), kpu_uint(mi.kpu_row_hi));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_macs), mp_obj_new_int_from_ull(mi.kpu_macs));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_work), mp_obj_new_int_from_ull(mi.work));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_max_work), mp_obj_new_int_from_ull(mi.max_work));
     return dict;
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_memory_obj, kpu_model_memory);

@@ -186,6 +186,7 @@ def totals_info(layers, memory):
     largest = max(layers, key=lambda layer: layer["body_size"]) if layers else None
     return {"layers": len(layers), "kpu_layers": kpu_layers, "cpu_layers": len(layers) - kpu_layers,
             "by_type": count_by_type(layers), "kpu_macs": memory["kpu_macs"],
+            "work": memory["work"], "max_work": memory["max_work"],
             "body_bytes": sum(layer["body_size"] for layer in layers),
             "largest_body": ({"index": largest["index"], "type_name": largest["type_name"],
                               "bytes": largest["body_size"]} if largest else None),
@@ -203,6 +204,8 @@ def memory_info(model):
 def describe(path, data, model):
     """Everything `inspect` shows, as plain data (what --json prints)."""
     layers = [layer_info(raw) for raw in model.layers()]
+    for layer, work in zip(layers, model.work()):  # the work budget's per-layer figures
+        layer["work"] = work
     memory = memory_info(model)
     inputs = [tensor_info(i, t) for i, t in enumerate(model.inputs())]
     for t in inputs:
@@ -262,11 +265,11 @@ def format_tensors(title, tensors, usage):
 
 
 def format_layers(layers):
-    lines = ["Layers", "  %5s  %-20s %9s  %12s  %s" % ("#", "type", "body B", "KPU MACs", "details")]
+    lines = ["Layers", "  %5s  %-20s %9s  %12s  %10s  %s" % ("#", "type", "body B", "KPU MACs", "work", "details")]
     for layer in layers:
         macs = human_count(layer["macs"]) if layer["is_kpu"] else "-"
-        lines.append("  %5d  %-20s %9d  %12s  %s" % (layer["index"], layer["type_name"], layer["body_size"], macs,
-                                                     layer_details(layer)))
+        lines.append("  %5d  %-20s %9d  %12s  %10s  %s" % (layer["index"], layer["type_name"], layer["body_size"], macs,
+                                                           human_count(layer.get("work", 0)), layer_details(layer)))
     return lines
 
 
@@ -276,6 +279,8 @@ def format_totals(totals):
              "  layers: %d (%d KPU, %d CPU): %s" % (totals["layers"], totals["kpu_layers"], totals["cpu_layers"],
                                                   by_type or "none"),
              "  KPU MACs per forward: %d (%s)" % (totals["kpu_macs"], human_count(totals["kpu_macs"])),
+             "  work per forward (MACs + elements touched): %d (%s) of the %s limit (max_work)"
+             % (totals["work"], human_count(totals["work"]), human_count(totals["max_work"])),
              "  layer bodies: %s; before the first body (header, tables, v4 constants): %d B"
              % (human_bytes(totals["body_bytes"]), totals["tables_bytes"])]
     if totals["largest_body"]:

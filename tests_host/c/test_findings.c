@@ -76,6 +76,24 @@ static mb v4_model(uint32_t main_mem, uint32_t dtype, uint32_t in_bytes, uint32_
 
 static uint8_t input_buf[1u << 20];
 
+/* OKPU_FINDINGS_DUMP=DIR writes each case's model (up to 64 KiB) to DIR/<v3|v4>_<line>: the seeds of the committed
+ * regression corpus tests_host/fuzz/corpus/fuzz_v3, fuzz_v4. */
+static void dump_model(const mb *b, int line)
+{
+    const char *dir = getenv("OKPU_FINDINGS_DUMP");
+    char path[512];
+    FILE *f;
+    if (!dir || b->n > 65536u)
+        return;
+    snprintf(path, sizeof path, "%s/%s_finding_%d", dir, b->d[0] == 3 ? "fuzz_v3" : "fuzz_v4", line);
+    f = fopen(path, "wb");
+    if (f) {
+        fwrite(b->d, 1, b->n, f);
+        fclose(f);
+    }
+}
+#define DUMP(b) dump_model(&(b), __LINE__)
+
 /* Load (and if it loads, run) in this process. 0 = refused with ERR_KMODEL_FORMAT and a message containing
  * `expect` (may be NULL), 1 = anything else that returns. */
 static int load_refused(const mb *b, const char *expect)
@@ -136,6 +154,7 @@ CASE(v3_pool_size_wraps)
     for (i = 0; i < 4; i++) {
         uint32_t body[] = {0, 0, 0, 0x80000000u, 0x80000000u, 4, 0x80000000u, 0x80000000u, 4, 1, 1, 1, 1, 0, 0, 0};
         mb b = v3_model(64, types[i], body, types[i] % 2 ? 16 : 15, 8, 4);
+        DUMP(b);
         bad |= load_refused(&b, "exceeds");
         free(b.d);
     }
@@ -147,6 +166,7 @@ CASE(v3_flatten_size_wraps)
 {
     uint32_t body[] = {0, 0, 8, 0x80000000u, 0x80000000u, 4};
     mb b = v3_model(64, 21, body, 6, 8, 4);
+    DUMP(b);
     int r = load_refused(&b, "exceeds");
     free(b.d);
     return r;
@@ -157,6 +177,7 @@ CASE(v3_resize_size_wraps)
 {
     uint32_t body[] = {0, 0, 8, 0x80000000u, 0x80000000u, 4, 0x80000000u, 0x80000000u, 0};
     mb b = v3_model(64, 23, body, 9, 8, 4);
+    DUMP(b);
     int r = load_refused(&b, "exceeds");
     free(b.d);
     return r;
@@ -167,6 +188,7 @@ CASE(v3_resize_overlap)
 {
     uint32_t body[] = {0, 8, 10, 4, 4, 1, 4, 4, 0};
     mb b = v3_model(64, 23, body, 9, 8, 4);
+    DUMP(b);
     int r = load_refused(&b, "overlaps");
     free(b.d);
     return r;
@@ -177,6 +199,7 @@ CASE(v3_flatten_zero_channels)
 {
     uint32_t body[] = {0, 0, 8, 0xFFFFFFFFu, 0xFFFFFFFFu, 0};
     mb b = v3_model(64, 21, body, 6, 8, 4);
+    DUMP(b);
     int r = load_refused(&b, "zero dimension");
     free(b.d);
     return r;
@@ -187,6 +210,7 @@ CASE(v3_pool_zero_width)
 {
     uint32_t body[] = {0, 0, 8, 1, 1, 1, 0, 0xFFFFFFFFu, 1, 1, 1, 1, 1, 0, 0};
     mb b = v3_model(64, 8, body, 15, 8, 4);
+    DUMP(b);
     int r = load_refused(&b, "zero dimension");
     free(b.d);
     return r;
@@ -197,6 +221,7 @@ CASE(v4_concat_size_wraps)
 {
     uint32_t body[] = {1, 1, 16, 0, 0x80000000u, 0x200, 1, 1, 1, 0, 0, 1u << 24};
     mb b = v4_model(64, 1, 4, 16, 4, 0x01, body, 12, 1);
+    DUMP(b);
     int r = load_refused(&b, "exceeds");
     free(b.d);
     return r;
@@ -212,6 +237,7 @@ CASE(v4_qconv_weights_wrap)
     mb b;
     memcpy(body, head, sizeof head);
     b = v4_model((1u << 18) + (1u << 22), 1, 1u << 18, 1u << 18, 1u << 22, 0x0F, body, sizeof body / 4, 1);
+    DUMP(b);
     int r = load_refused(&b, "exceed");
     free(b.d);
     return r;
@@ -227,6 +253,7 @@ CASE(v4_cpu_qconv_weights_wrap)
     mb b;
     memcpy(body, head, sizeof head);
     b = v4_model((1u << 18) + (1u << 22), 1, 1u << 18, 1u << 18, 1u << 22, 0x1004, body, sizeof body / 4, 1);
+    DUMP(b);
     int r = load_refused(&b, "exceed");
     free(b.d);
     return r;
@@ -240,6 +267,7 @@ CASE(v4_strided_slice_counter)
     uint32_t body[] = {1, 1, 0, 2, 1, 1, 4, 1, 1, 1, 1, 2, 0, 0, 0, 1, 1, 1, 1, 0x7FFFFFFFu, 1, 1, 1,
                        0x7FFFFFFFu, 0, 0, 0, 0, 0};
     mb b = v4_model(64, 1, 2, 4, 1, 0x0D, body, 29, 1);
+    DUMP(b);
     okpu_error err;
     okpu_model *m = okpu_model_load(b.d, b.n, NULL, &err);
     int r = 1;
@@ -273,6 +301,7 @@ CASE(v4_conv2d_transpose_origin)
     memcpy(body, head, sizeof head);
     k = sizeof head / 4;
     b = v4_model(in_bytes + out_bytes, 0, in_bytes, in_bytes, out_bytes, 0x13, body, k, 1);
+    DUMP(b);
     m = okpu_model_load(b.d, b.n, NULL, &err);
     if (m) {
         r = okpu_model_run(m, 0, &err) != OKPU_OK;
@@ -289,6 +318,7 @@ CASE(v4_nnil_message)
 {
     uint32_t body[] = {1, 0, 0, 4, 1, 0, 4, 4, 0xFF};
     mb b = v4_model(64, 0, 4, 4, 4, 0x14, body, 9, 1);
+    DUMP(b);
     int r;
     b.n -= 3; /* a 33-byte body: the last node's missing padding is tolerated */
     b.d[b.n - 1] = 0xFF;
@@ -311,6 +341,7 @@ CASE(v4_many_nodes_load_time)
     /* 84-byte bodies (unary + zero padding): within the per-layer record bound, so the shape search is reached */
     uint32_t body[21] = {1, 0, 0, 4, 1, 0, 4, 4, 0};
     mb b = v4_model(64, 0, 4, 4, 4, 0x0E, body, 21, 65536);
+    DUMP(b);
     okpu_error err;
     okpu_model *m = okpu_model_load(b.d, b.n, NULL, &err);
     int r = 1;
@@ -377,6 +408,7 @@ CASE(v4_reduce_window_work)
     uint32_t body[] = {1, 0, 0, 1000000, 1, 0, 1000000, 1000000, 1, 1, 1, 500, 500, 499, 500, 499, 500,
                        1000, 1000, 1, 1, 1, 1, 0, 0xFF800000u, 0x7F800000u};
     mb b = v4_model(2000000, 0, 1000000, 1000000, 1000000, 0x08, body, 26, 1);
+    DUMP(b);
     okpu_error err;
     okpu_model *m = okpu_model_load(b.d, b.n, NULL, &err);
     int r = m != NULL || !strstr(err.message, "work limit");
