@@ -487,7 +487,7 @@ def test_binding_errors(tiny):
     assert tc == "f" and len(raw) == 12 and n * c * h * w == 3 and layer == 0
     assert m.kpu_ram() is None or len(m.kpu_ram()) == 2 * 1024 * 1024
     assert set(m.memory()) == {"model_bytes", "model_alloc", "main_mem", "context_bytes", "sram_total",
-                               "kpu_rows_used", "kpu_row_lo", "kpu_row_hi", "kpu_macs"}
+                               "kpu_rows_used", "kpu_row_lo", "kpu_row_hi", "kpu_macs", "work", "max_work"}
     assert len(m.layers()[0]) == 22
     m.free()
     m.free()

@@ -161,7 +161,7 @@ def test_inspect_v3_kpu_model_text(tmp_path, capsys):
     assert len(layer_lines) == 3
     assert re.search(r"K210_CONV\s+%d\s+27.65 k\s+conv3x3 in 16x8x3 -> out 8x4x8, pool 1 \(max 2x2 stride 2\)"
                      % bodies[0], layer_lines[0])
-    assert re.search(r"K210_CONV\s+%d\s+2.30 k\s+dw3x3 in 8x4x8 -> out 8x4x8$" % bodies[1], layer_lines[1])
+    assert re.search(r"K210_CONV\s+%d\s+2.30 k\s+dw3x3 in 8x4x8 -> out 8x4x8 \[work [^]]+\]$" % bodies[1], layer_lines[1])
     assert re.search(r"DEQUANTIZE\s+%d\s+-\s+CPU, out float32 \[1, 1, 1, 256\]" % bodies[2], layer_lines[2])
     assert "K210_CONV 2, DEQUANTIZE 1" in out and "KPU MACs per forward: 29952" in out
     for key in ("model_bytes", "model_alloc", "main_mem", "context_bytes", "sram_total"):

@@ -435,6 +435,21 @@ static mp_obj_t kpu_model_layers(mp_obj_t self_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_layers_obj, kpu_model_layers);
 
+/* Each layer's work (MACs or elements touched), what the model's work budget adds up. */
+static mp_obj_t kpu_model_work(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    int count = okpu_model_layer_count(self->model);
+    mp_obj_t list = mp_obj_new_list(0, NULL);
+    for (int i = 0; i < count; i++) {
+        okpu_layer_info li;
+        memset(&li, 0, sizeof(li));
+        okpu_model_layer_info(self->model, i, &li);
+        mp_obj_list_append(list, mp_obj_new_int_from_ull(li.work));
+    }
+    return list;
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_work_obj, kpu_model_work);
+
 static mp_obj_t kpu_model_memory(mp_obj_t self_in) {
     kpu_model_obj_t *self = kpu_get_model(self_in);
     okpu_memory_info mi;
@@ -500,6 +515,7 @@ static const mp_rom_map_elem_t kpu_model_locals_dict_table[] = {
     { MP_ROM_QSTR(MP_QSTR_output), MP_ROM_PTR(&kpu_model_output_obj) },
     { MP_ROM_QSTR(MP_QSTR_layers), MP_ROM_PTR(&kpu_model_layers_obj) },
     { MP_ROM_QSTR(MP_QSTR_memory), MP_ROM_PTR(&kpu_model_memory_obj) },
+    { MP_ROM_QSTR(MP_QSTR_work), MP_ROM_PTR(&kpu_model_work_obj) },
     { MP_ROM_QSTR(MP_QSTR_kpu_ram), MP_ROM_PTR(&kpu_model_kpu_ram_obj) },
     { MP_ROM_QSTR(MP_QSTR_heap_bytes), MP_ROM_PTR(&kpu_model_heap_bytes_obj) },
     { MP_ROM_QSTR(MP_QSTR_free), MP_ROM_PTR(&kpu_model_free_obj) },

@@ -265,11 +265,12 @@ def format_tensors(title, tensors, usage):
 
 
 def format_layers(layers):
-    lines = ["Layers", "  %5s  %-20s %9s  %12s  %10s  %s" % ("#", "type", "body B", "KPU MACs", "work", "details")]
+    lines = ["Layers", "  %5s  %-20s %9s  %12s  %s" % ("#", "type", "body B", "KPU MACs", "details [work]")]
     for layer in layers:
         macs = human_count(layer["macs"]) if layer["is_kpu"] else "-"
-        lines.append("  %5d  %-20s %9d  %12s  %10s  %s" % (layer["index"], layer["type_name"], layer["body_size"], macs,
-                                                           human_count(layer.get("work", 0)), layer_details(layer)))
+        lines.append("  %5d  %-20s %9d  %12s  %s [work %s]" % (layer["index"], layer["type_name"], layer["body_size"],
+                                                              macs, layer_details(layer),
+                                                              human_count(layer.get("work", 0))))
     return lines
 
 
