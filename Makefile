@@ -208,11 +208,14 @@ fuzz: install fuzz-build $(FUZZ_DIR)/seeds/.done
 			tests_host/fuzz/corpus/$$t; \
 	done
 
+# (no pipes: a crash must fail the recipe; the log is shown when it does)
 fuzz-replay: fuzz-build
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "== $$t: replaying tests_host/fuzz/corpus/$$t"; \
-		$(FUZZ_DIR)/$$t -runs=0 -timeout=10 tests_host/fuzz/corpus/$$t 2>&1 | tail -1; \
+		echo "== $$t: replaying tests_host/fuzz/corpus/$$t, then $(FUZZ_REPLAY_SECONDS) s of fuzzing"; \
+		log=$(FUZZ_DIR)/replay-$$t.log; \
+		$(FUZZ_DIR)/$$t -runs=0 -timeout=10 tests_host/fuzz/corpus/$$t > $$log 2>&1 || { cat $$log; exit 1; }; \
 		rm -rf $(FUZZ_DIR)/replay/$$t && mkdir -p $(FUZZ_DIR)/replay/$$t && cp tests_host/fuzz/corpus/$$t/* $(FUZZ_DIR)/replay/$$t/; \
 		$(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_REPLAY_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-			-artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/replay/$$t 2>&1 | tail -1; \
+			-artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/replay/$$t > $$log 2>&1 || { tail -60 $$log; exit 1; }; \
+		tail -1 $$log; \
 	done
