@@ -102,6 +102,10 @@ static const char *fs_path(const char *path) {
         }
         return (path[0] == '\0' || (path[0] == '.' && path[1] == '\0')) ? "/" : path;
     }
+    // No SD card driver: "/sd/..." (where MaixPy's scripts keep models) is the folder /flash/sd
+    if (strncmp(path, "/sd", 3) == 0 && (path[3] == '\0' || path[3] == '/')) {
+        return path + 1;
+    }
     if (strncmp(path, mount, n) != 0 || (path[n] != '\0' && path[n] != '/')) {
         return NULL;
     }
