@@ -31,8 +31,10 @@ from . import bootrom
 from .clint import Clint
 from .errors import BoardFault, BoardTimeout
 from .fpioa import Fpioa
-from .gpiohs import Gpiohs
+from .camera import BoardStopped, Dvp, FrameSource
+from .lcd import LcdGpiohs, Spi0, St7789
 from .kpu import KpuRegisters, make_device
+from .mmio import DeviceFault
 from .norflash import NorFlash
 from .plic import Plic
 from .spi3 import Spi3
@@ -84,7 +86,8 @@ class Board(object):
     """A virtual Maix board booted from a flash image (see bootrom.build_flash for what `image` may be)."""
 
     def __init__(self, image, flash=(), image_kind=None, kpu_hang=False, kpu=None, slice_instructions=200000,
-                 console=None):
+                 console=None, frames=None, max_frames=None, loop=False, lcd_out=None, max_lcd_frames=1000,
+                 report=None):
         self.flash = bootrom.build_flash(image, flash, image_kind)
         self.slice = int(slice_instructions)
         self.console = console          # callable(bytes) for guest UART output, or None
@@ -105,6 +108,7 @@ class Board(object):
         self.resets = 0
         self._slice_exceptions = 0
         self._short_slices = SHORT_SLICES
+        self._stop = None               # (message, error) from a model that ends the run (camera frames ran out)
 
         self.mem = (ctypes.c_ubyte * MEM_SIZE)()
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV64)
@@ -117,7 +121,12 @@ class Board(object):
         self.plic = Plic(self)
         self.uarths = Uarths(self)
         self.fpioa = Fpioa(self)
-        self.gpiohs = Gpiohs(self)
+        self.gpiohs = LcdGpiohs(self)
+        # camera (DVP + OV2640 on SCCB) and LCD (ST7789 on SPI0): camera.py, lcd.py
+        source = FrameSource(frames, max_frames=max_frames, loop=loop) if frames is not None else None
+        self.dvp = Dvp(self, source, report=report)
+        self.panel = St7789(lcd_out, max_files=max_lcd_frames)
+        self.spi0 = Spi0(self, self.panel)
         self.flash_chip = NorFlash(self.flash)
         self.spi3 = Spi3(self, self.flash_chip)
         if kpu is None:
@@ -125,7 +134,7 @@ class Board(object):
         self.kpu_device = kpu
         self.kpu = KpuRegisters(self, kpu)
         self.devices = [self.sysctl, self.clint, self.plic, self.uarths, self.fpioa, self.gpiohs, self.spi3,
-                        self.kpu]
+                        self.kpu, self.dvp, self.spi0]
         for dev in self.devices:
             dev.map(uc)
         uc.hook_add(UC_HOOK_INTR, self._hook_intr)
@@ -164,6 +173,27 @@ class Board(object):
 
     def request_reset(self, reason):
         self._reset_reason = reason
+
+    def request_stop(self, message, error=False):
+        """A model ends the run at the end of this slice (BoardStopped): e.g. the camera's frames ran out."""
+        if self._stop is None:
+            self._stop = (message, error)
+
+    def write_sram(self, address, data, what="device"):
+        """A bus master (the DVP) writes `data` at a bus address: cached 0x80.. or uncached 0x40.. alias."""
+        a = address & 0xFFFFFFFF
+        for base in (SRAM_BASE, UNCACHED_BASE):
+            if base <= a and a + len(data) <= base + MEM_SIZE:
+                ctypes.memmove(ctypes.addressof(self.mem) + (a - base), bytes(data), len(data))
+                return
+        raise DeviceFault("%s: %d bytes at 0x%08x are outside SRAM" % (what, len(data), a))
+
+    def finish(self):
+        """Write the LCD's last frame (as the runner does when the script ends); returns the PNG paths written."""
+        self.panel.flush()
+        if self.dvp.source is not None:
+            self.dvp.source.close()
+        return list(self.panel.written)
 
     def clock_changed(self):
         pass  # virtual seconds are integrated per slice with the clock of that slice
@@ -291,6 +321,9 @@ class Board(object):
         if lone:
             self.stop_fault(lone, pc=lone_pc, address=KpuRegisters.base)
         self._check_fault()
+        if self._stop is not None:
+            message, error = self._stop
+            raise BoardStopped(message, error)
         if self._reset_reason is not None:
             self._reset_reason = None
             self._reboot()

@@ -3,6 +3,11 @@
 
     openkpu vboard boot IMAGE [--flash FILE@ADDR ...] [--pty] [--kpu-hang]     interactive (Ctrl-] quits)
     openkpu vboard run IMAGE SCRIPT.py [--flash FILE@ADDR ...] [--timeout S]   run a script in the raw REPL
+    both: [--frames SRC] [--max-frames N] [--loop] [--lcd-out DIR] [--max-lcd-frames N]   camera and LCD
+
+The camera (DVP + OV2640) takes its frames from --frames (an image, a folder of images, a video or a webcam, as
+`openkpu run --frames`); the LCD (ST7789 on SPI0) writes each screen frame as DIR/lcd_00001.png ... (as
+`openkpu run --lcd-out`). When the frames run out, `run` writes the last LCD frame and exits 0, as the runner does.
 
 IMAGE is a bare firmware.bin (objcopy output), a raw flash dump from address 0, or a .kfpkg. `run` boots, enters
 MicroPython's raw REPL, sends the script, prints what it prints (stdout; the traceback to stderr) and exits 1 when
@@ -13,6 +18,7 @@ import signal
 import sys
 import time
 
+from .camera import BoardStopped
 from .errors import BoardError, BoardFault, BoardTimeout, BootError
 
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n>"
@@ -22,7 +28,14 @@ def _board(args):
     from .board import Board
     from .bootrom import parse_flash_item
     items = [parse_flash_item(f) for f in args.flash or ()]
-    return Board(args.image, flash=items, image_kind=args.image_kind, kpu_hang=args.kpu_hang)
+    return Board(args.image, flash=items, image_kind=args.image_kind, kpu_hang=args.kpu_hang,
+                 frames=args.frames, max_frames=args.max_frames, loop=args.loop, lcd_out=args.lcd_out,
+                 max_lcd_frames=args.max_lcd_frames, report=_report)
+
+
+def _report(line):
+    print("vboard: %s" % line, file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _add_common(p):
@@ -34,6 +47,13 @@ def _add_common(p):
                         "header is a flash dump, anything else a bare firmware)")
     p.add_argument("--kpu-hang", action="store_true", help="fault injection: the KPU never raises calc_done")
     p.add_argument("--stats", action="store_true", help="print instructions, virtual/host time and MIPS at the end")
+    p.add_argument("--frames", metavar="SRC",
+                   help="camera frames: an image, a folder of images, a video, or a webcam (0, /dev/video0)")
+    p.add_argument("--max-frames", type=int, metavar="N", help="stop after N camera frames")
+    p.add_argument("--loop", action="store_true", help="cycle through the frames (with --max-frames)")
+    p.add_argument("--lcd-out", metavar="DIR", help="write LCD frames as DIR/lcd_00001.png ...")
+    p.add_argument("--max-lcd-frames", type=int, default=1000, metavar="N",
+                   help="write at most N LCD PNGs (default 1000; 0: no cap)")
     p.add_argument("--save-flash", metavar="FILE",
                    help="write the 16 MiB flash (as the guest left it: programs/erases included) to FILE at the end")
 
@@ -74,7 +94,10 @@ def cmd_boot(args):
             interact(board, console)
     except KeyboardInterrupt:
         pass
+    except BoardStopped as e:
+        print("\r\nvboard: %s\r" % e, file=sys.stderr)
     finally:
+        _finish(board)
         _save_flash(board, args)
         if args.stats:
             _print_stats(board)
@@ -142,6 +165,14 @@ def cmd_run(args):
     try:
         board = _board(args)
         status, boot = run_script(board, script, timeout=args.timeout)
+    except BoardStopped as e:
+        sys.stdout.flush()
+        _finish(board)
+        print("vboard: %s" % e, file=sys.stderr)
+        _save_flash(board, args)
+        if args.stats:
+            _print_stats(board)
+        return 2 if e.error else 0
     except BoardError as e:
         sys.stdout.flush()
         kind = {BootError: "boot error", BoardFault: "board fault", BoardTimeout: "timeout"}.get(type(e), "error")
@@ -150,10 +181,19 @@ def cmd_run(args):
         if board is not None and args.stats:
             _print_stats(board)
         return 2
+    _finish(board)
     _save_flash(board, args)
     if args.stats:
         _print_stats(board, boot)
     return status
+
+
+def _finish(board):
+    if board is None:
+        return
+    written = board.finish()
+    if board.panel.out_dir:
+        print("vboard: %d LCD frame(s) in %s" % (len(written), board.panel.out_dir), file=sys.stderr)
 
 
 def main(argv=None, prog="openkpu vboard"):
