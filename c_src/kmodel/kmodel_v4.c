@@ -472,6 +472,11 @@ static int p_concat(v4_cx *cx, v4_node *n)
     if (n->count < 1 || n->count > V4_MAX_CONCAT)
         return nfail(cx, OKPU_ERR_KMODEL_FORMAT, "inputs_count %lu, expected 1..%u", (unsigned long)n->count,
                      V4_MAX_CONCAT);
+    /* the kernel loops outer x inputs times whatever the sizes: a zero inner size with a huge outer size is an empty
+     * output that takes billions of iterations (found by fuzz_v4) */
+    if (n->inner < 1 || n->outer < 1)
+        return nfail(cx, OKPU_ERR_KMODEL_FORMAT, "inner_size %lu, outer_size %lu: both must be >= 1",
+                     (unsigned long)n->inner, (unsigned long)n->outer);
     list_at = cx->pos;
     TRY(rd_span(cx, &n->list, (uint64_t)n->count * 20u, "the concat input ranges and dims"));
     for (i = 0; i < n->count; i++) {
@@ -1609,8 +1614,8 @@ static uint64_t node_work(uint32_t opcode, const v4_node *n)
     uint64_t out = okpu_sat_mul(okpu_sat_mul(n->t.n, n->t.c), okpu_sat_mul(n->t.h, n->t.w));
     uint64_t win = okpu_sat_mul((uint64_t)n->win.filter_h, (uint64_t)n->win.filter_w);
     switch (opcode) {
-    case 0x01: /* concat: bytes moved */
-        return n->out.size;
+    case 0x01: /* concat: bytes moved, and one step per outer index and input even when they are empty */
+        return okpu_sat_add(n->out.size, okpu_sat_mul(n->outer, n->count));
     case 0x02:
     case 0x0F: /* conv2d: out x ic/groups x window */
         return okpu_sat_mul(okpu_sat_mul(out, (uint64_t)(n->sa[1] / n->groups)), win);

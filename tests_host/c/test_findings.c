@@ -227,6 +227,20 @@ CASE(v4_concat_size_wraps)
     return r;
 }
 
+/* Found by fuzz_v4 during this work: a concat whose dims are all 0 and whose outer size is 2^30 - an empty output -
+ * looped 2^30 times in the kernel (a hang). Refused: inner and outer sizes must be >= 1, and the work counts the
+ * loop (outer x inputs). */
+CASE(v4_concat_empty_huge_outer)
+{
+    uint32_t body[] = {1, 1, 16, 0, 0, 1u << 30, 1, 1, 1, 0, 0, 0};
+    mb b = v4_model(64, 1, 4, 16, 4, 0x01, body, 12, 1);
+    int r;
+    DUMP(b);
+    r = load_refused(&b, "inner_size 0");
+    free(b.d);
+    return r;
+}
+
 /* v4 quantized_conv2d: oc 2^22 x ic 2^18 x 4096 x 4096 weights = 2^64 wrapped to 0: reads outside the model. */
 CASE(v4_qconv_weights_wrap)
 {
@@ -437,6 +451,7 @@ int main(void)
         {"v3 flatten with 0 channels (no bound on work)", v3_flatten_zero_channels},
         {"v3 pool with out_w 0 (no bound on work)", v3_pool_zero_width},
         {"v4 concat inner*dim*outer wrap", v4_concat_size_wraps},
+        {"v4 concat of empty inputs with outer size 2^30 (fuzz_v4 timeout)", v4_concat_empty_huge_outer},
         {"v4 quantized_conv2d weights wrap", v4_qconv_weights_wrap},
         {"v4 cpu_quantized_conv2d weights wrap", v4_cpu_qconv_weights_wrap},
         {"v4 strided_slice 32-bit loop counter", v4_strided_slice_counter},
