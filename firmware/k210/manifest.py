@@ -3,3 +3,5 @@
 # firmware/host/manifest.py (pure-Python image, no camera or LCD).
 freeze("$(OPENKPU_ROOT)/firmware/k210/modules", ("image.py", "sensor.py", "lcd.py"))
 freeze("$(OPENKPU_ROOT)/modules/KPU", "KPU.py")
+# MaixPy's class API (`from maix import KPU`), the same package `openkpu run` uses (valid MicroPython)
+package("maix", base_path="$(OPENKPU_ROOT)/python/openkpu/board")
