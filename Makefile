@@ -22,7 +22,7 @@ SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 help:
 	@echo "make demo          set up .venv with what the demo needs, install openkpu, run the demo"
 	@echo "make test          the whole suite (preflight, ctest, cross, mpy-check, pytest, sdist-check)"
-	@echo "make preflight     check the compilers, picolibc, QEMU and python3-venv make test needs"
+	@echo "make preflight     check the compilers, picolibc, QEMU, libFuzzer and python3-venv make test needs"
 	@echo "make setup         .venv with every test and tool dependency (requirements-dev.txt)"
 	@echo "make install       (re)install the package into .venv (C extension + KPU shim + host tools)"
 	@echo "make ctest         the C tests under ASan+UBSan (ctest-build: only build them)"
@@ -31,7 +31,8 @@ help:
 	@echo "make mpy-check     KPU.py compiles with mpy-cross for rv64imc"
 	@echo "make pytest        pytest over tests_host/ (after make install)"
 	@echo "make sdist-check   build the source package and install it into a fresh venv"
-	@echo "make bench         load/forward times and KPU MACs per real model"
+	@echo "make bench         load/forward times and KPU MACs per real model, onnxruntime beside them"
+	@echo "make fuzz          the libFuzzer targets for FUZZ_SECONDS each (fuzz-replay: the regression corpus)"
 	@echo "make firmware      MicroPython for Maix boards: build/k210/firmware.bin (GC_HEAP_KB=N sets the GC heap)"
 	@echo "make vboard-bench  the firmware on the virtual Maix board: boot time, MIPS, heap, per-model times"
 	@echo "make mpy-host      the host MicroPython with the KPU module (mpy-rv64: the RV64 build for QEMU;"
@@ -94,6 +95,8 @@ preflight:
 	@echo 'int main(void) { return 0; }' | $(RV_CC) $(RV_FLAGS) -x c -c -o /dev/null - 2>/dev/null || { echo "make test: $(RV_CC) cannot use picolibc: apt-get install picolibc-riscv64-unknown-elf"; exit 1; }
 	@command -v qemu-system-riscv64 >/dev/null 2>&1 || { echo "make test: no qemu-system-riscv64 (the RV64 MicroPython test): apt-get install qemu-system-misc"; exit 1; }
 	@$(HOST_PY) -c "import venv, ensurepip" 2>/dev/null || { echo "make test: $(HOST_PY) cannot make virtual environments: apt-get install python3-venv"; exit 1; }
+	@echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' | \
+		clang -fsanitize=fuzzer -x c -o /dev/null - 2>/dev/null || { echo "make test: no clang with libFuzzer (the fuzz targets): apt-get install clang libclang-rt-14-dev"; exit 1; }
 
 # What a user of the source package gets: `python -m build --sdist`, installed into a fresh venv with pip (the C
 # core compiled there), then `import _kpu, KPU` and `openkpu --version`.
