@@ -200,8 +200,6 @@ def test_maix_kpu_voc20(firmware, tmp_path):
     compare_pngs(hp, vp, masks=[(0, 0, 320, 40)] + [(x, y, 320, y + 32) for x, y, w, h in rects])
 
 
-@pytest.mark.skipif(not os.environ.get("OPENKPU_SLOW"), reason="MobileNet (2.6 MB model through littlefs, 28 "
-                    "layers) takes minutes on the virtual board: OPENKPU_SLOW=1 runs it")
 def test_mobilenet(firmware, tmp_path):
     folder = TESTDATA / "mobilenetv1_0.75_v3_maixemc"
     script = ROOT / "examples" / "mobilenet.py"
