@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # openkpu: build, test and benchmark entry points. `make help` lists them.
 HOST_PY  ?= python3
 VENV     := .venv

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Build of the `_kpu` C extension, the `KPU` shim and the `openkpu` package.
 
     pip install .

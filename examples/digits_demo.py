@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Classify handwritten digits from the camera with openkpu's own model (scripts/train_digits.py), as a board script.
 # On the board: copy models/digits.kmodel to /sd/models/. On a PC:
 #   python -m openkpu run digits_demo.py --frames FRAMES --lcd-out OUT     (run from the examples/ folder)

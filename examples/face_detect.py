@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Face detection with MaixPy's YOLOv2 face model burned at flash 0x300000 (face_model_at_0x300000.kfpkg).
 # A MaixPy board script, unchanged on a PC:
 #   python -m openkpu run examples/face_detect.py --flash face_model_at_0x300000.kfpkg --frames photos/ --lcd-out out/

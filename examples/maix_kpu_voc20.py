@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # 20-class object detection with MaixPy's class API (`from maix import KPU`), written to the calls of the
 # `maix.KPU` documentation (MaixPy's maix.KPU page; CanMV's "voc20_object_detect" demo uses the same calls):
 # KPU(), load_kmodel, init_yolo2 with keyword arguments, pix_to_ai, run_with_output, regionlayer_yolo2, deinit.

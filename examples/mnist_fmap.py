@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Handwritten digits with MaixPy's MNIST model, showing the KPU feature maps of its first layers (kpu.set_layers +
 # kpu.fmap), then the 10 softmax probabilities of the whole network.
 #   python -m openkpu run examples/mnist_fmap.py --sd folder_with_mnist.kmodel --frames digits/ --lcd-out out/

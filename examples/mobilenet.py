@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ImageNet-1000 classification with MobileNet v1 0.75 (Maix-EMC, kmodel v3) on a 224x224 window of the camera.
 #   python -m openkpu run examples/mobilenet.py --sd folder_with_mbnetv1.kmodel_and_labels.txt --frames tiger224.bmp
 import sensor, image, lcd, time

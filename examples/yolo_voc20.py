@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # 20-class tiny-YOLOv2 (VOC: person, dog, car, ...) from the SD card, kmodel v3 compiled by nncase v0.1.0-rc5.
 #   python -m openkpu run examples/yolo_voc20.py --sd folder_with_yolo.kmodel --frames dog.bmp --lcd-out out/
 import sensor, image, lcd, time

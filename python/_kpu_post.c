@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* CPython functions over the post-processing core (c_src/post): registered into the `_kpu` extension module by
  * okpu_py_add_post(), which the module init calls.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * _kpu: the CPython binding of the openkpu C core (c_src/okpu.h).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark the emulator on the real models: load time, forward time (median of several runs), KPU MACs, and side
 by side the peer: onnxruntime's int8 convolutions (QLinearConv, one thread) on the same convolution shapes, and the
 K210's own published latency where there is one.

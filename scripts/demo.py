@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The demo behind `make demo`: a MaixPy board script run unchanged on the PC.
 
 1. With the project's own digits model (examples/models/digits.kmodel, made by scripts/train_digits.py): the

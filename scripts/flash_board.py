@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Flash firmware and kmodels to a K210 board with kflash, after checking the layout: see openkpu/flashing.py.
 
     python3 scripts/flash_board.py write -p /dev/ttyUSB0 -b 1500000 maixpy.bin digits.kmodel@0x300000

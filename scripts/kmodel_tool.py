@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """kmodel_tool: inspect a .kmodel, check that models fit a K210, word-swap a model for kpu.load_flash.
 
     python scripts/kmodel_tool.py inspect model.kmodel [--json]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Fetch MicroPython's core source (py/, shared/, tools/ of v1.23.0) from the PyPI sdist of mpy-cross-v6-3, check
 # its sha256 and unpack it. MicroPython's source is never committed: it lives under build/.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run MicroPython scripts on a board (or any MicroPython console) through its raw REPL, over pyserial.
 
     python3 scripts/serial_runner.py --port /dev/ttyUSB0 tests_device/test_*.py

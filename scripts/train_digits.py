@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Train openkpu's own demo model on scikit-learn's bundled 8x8 digits and write it as a kmodel v3.
 
     python scripts/train_digits.py [--out examples/models/digits.kmodel] [--check]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The `_kpu` native API on tiny models (WORKDIR) -- same output on CPython and MicroPython.
 import struct
 import _kpu

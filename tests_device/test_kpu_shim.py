@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # MaixPy's KPU API (modules/KPU/KPU.py over _kpu) on tiny models -- same output on CPython and MicroPython.
 import struct
 import KPU as kpu

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # MaixPy's KPU API on generated models (WORKDIR): load errors, fmaps, netinfo, deinit, the 5-model limit,
 # set_outputs (kmodel v4), flash images and load_flash, init_yolo2 / run_yolo2, face_encode / face_compare.
 # The expectations of tests_host/test_api.py and test_api_post.py that do not depend on the interpreter.

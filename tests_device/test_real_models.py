@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Real published models (TESTDATA) through MaixPy's KPU API -- same bytes on CPython and MicroPython.
 import struct
 import KPU as kpu

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures: where the real models live, and skipping (with the reason) when they are absent."""
 import os
 import pathlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fake K210 on the far side of a pseudo-terminal that answers kflash's UART ISP protocol, for tests without a board.
 
     with FakeK210() as board:               # board.port: the pty path to hand to kflash

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NumPy reference of the KPU and of the kmodel v3 CPU layers, written from docs/kpu-reference.md (sections 2, 4,
 5, 8) and NOT from the C emulator: the tests compare the two bit for bit.
 

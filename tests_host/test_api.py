@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """API semantics of the installed `KPU` shim, the `_kpu` binding, `openkpu.flash` and the host `image` module.
 
 Runs against the INSTALLED package (`pip install .`); real models come from ../shared/testdata (skipped when absent),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Camera frames from a video file: a board script run through the runner sees each video frame via
 sensor.snapshot(), in order, and the runner stops when the video ends."""
 import ast

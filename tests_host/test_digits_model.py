@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """openkpu's own demo model (scripts/train_digits.py -> examples/models/digits.kmodel).
 
 - Regenerating it gives the identical bytes (fixed seeds, fixed split, pinned BLAS kernels): run in a subprocess so

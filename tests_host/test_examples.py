@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The MaixPy board scripts in examples/ run unchanged through `python -m openkpu run` against the real models.
 
 Each test runs the runner in a subprocess (the package as installed), feeds it the test pictures as camera frames,

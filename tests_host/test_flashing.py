@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """openkpu.flashing: the flash-layout checks, .kfpkg packing, and flashing through the real kflash against a fake K210.
 
 The fake board (fake_k210_isp.FakeK210) answers kflash's ISP protocol on a pseudo-terminal and records every flash

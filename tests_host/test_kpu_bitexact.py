@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The KPU emulator (through `_kpu`) against the independent NumPy reference (kpu_reference.py), byte for byte.
 
 Each case is a real kmodel v3 file made by openkpu.kmodel_writer: 1-3 randomized K210_CONV layers (widths around

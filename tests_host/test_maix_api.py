@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """More of MaixPy runs unchanged: the class API (`from maix import KPU`), the image methods its KPU examples call,
 the machine / fpioa_manager / board / uio modules, and MaixPy's published feature-map example through the runner.
 Real models come from ../shared/testdata (skipped, saying so, when absent)."""

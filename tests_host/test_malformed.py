@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Malformed models and inputs must give a clear error, never a crash.
 
 Starting from valid models (generated with openkpu.kmodel_writer, plus the real ones in ../shared/testdata when

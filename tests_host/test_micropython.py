@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One test suite, two interpreters: the tests_device/ scripts run under CPython (the `_kpu` extension) and under
 the openkpu MicroPython firmware (host build, and the RV64 build under QEMU when available); outputs must be
 byte-identical. Also: the raw REPL driven over a pseudo-terminal by scripts/serial_runner.py.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C post-processing (via _kpu) against the independent NumPy reference in yolo_reference.py.
 
 Not skipped when the functions are missing: until `_kpu` exports yolo2_decode / face_encode / face_compare (module

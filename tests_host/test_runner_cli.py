@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`openkpu run` as people use it: endless sources bounded, the LCD PNG cap, webcams (through a fake OpenCV
 capture: this machine has no camera), a tab/space mix, and `openkpu infer` over a folder of inputs."""
 import io

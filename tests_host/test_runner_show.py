@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`openkpu run --show`: a live window of the LCD, checked on a virtual X display (Xvfb) by a screenshot.
 
 Skipped, saying why, when Xvfb (Debian: apt-get install xvfb) or Tk (python3-tk) is missing. Set

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One test per kmodel v4 opcode: a generated model (python/openkpu/kmodel_writer_v4.py) run through the _kpu
 binding and compared with tests_host/nncase_reference.py — bit for bit for integer ops, with a float tolerance for
 float ops (the core uses fmaf in nncase's order; the reference rounds once from float64)."""

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Allocation through the model's allocator (MicroPython routes it to its heap; default malloc). */
 #ifndef OKPU_CORE_ALLOC_H
 #define OKPU_CORE_ALLOC_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Little-endian field readers (and the writers tests and device models need). Model buffers are not assumed aligned, so fields are assembled byte by byte. */
 #ifndef OKPU_CORE_BYTES_H
 #define OKPU_CORE_BYTES_H

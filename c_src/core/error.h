@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Building error messages: every failure names the code, the layer, the byte offset, what was expected and
  * what was found. */
 #ifndef OKPU_CORE_ERROR_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Float transcendental functions with the same result on every platform.
  *
  * C libraries' float versions (expf, logf, sinf, cosf) are allowed to be off by an ulp and differ between glibc,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* kmodel v4 CPU kernels (see neutral_kernels.h for the semantics and the sources they follow). */
 #include "fmath.h"
 #include "neutral_kernels.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* kmodel v4 (nncase v0.2) CPU kernels: the "neutral" ops 0x00-0x13 and the CPU NHWC ops 0x1001-0x1005.
  *
  * Semantics follow nncase v0.2.0-beta4's runtime as it runs ON THE K210 (src/common/include/kernels/neutral,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* nnil bytecode checker and interpreter (see nnil.h). */
 #include "nnil.h"
 

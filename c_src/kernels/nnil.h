@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* nnil: the one-byte-opcode stack bytecode of nncase v0.2's nnil_unary_method (opcode 0x14).
  * Opcodes (nncase runtime/nnil.h): nop 0x00, dup 0x01, pop 0x02, lda_0 0x03 (push the input value), ldc_r4_0 0x04,
  * ldc_r4_1 0x05, ldc_r4 0x06 + little-endian f32, unary 0x20-0x29 (abs, ceil, cos, exp, floor, log, neg, rsqrt, sin,

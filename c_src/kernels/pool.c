@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Pooling CPU layers.
  *
  * Float (SDK kpu.c): global average = sequential float sum / kernel_size; windowed pools skip out-of-range taps,

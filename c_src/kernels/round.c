@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Integer rounding helpers for the quantized CPU layers. */
 #include "kernels.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Softmax and L2 normalisation over one vector (SDK kpu.c semantics). */
 #include <float.h>
 #include <math.h>

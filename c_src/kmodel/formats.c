@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The kmodel format readers this core is built with. */
 #include "model.h"
 

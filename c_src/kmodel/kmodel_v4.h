@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* kmodel v4 (nncase v0.2.x) reader: okpu_format_v4 (declared in model.h). */
 #ifndef OKPU_KMODEL_V4_H
 #define OKPU_KMODEL_V4_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The generic driver behind okpu.h: format detection, the main buffer, the KPU backend, running, outputs.
  * Format readers (kmodel_v3.c, kmodel_v4.c) validate and describe the file; everything here is format-neutral. */
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The loaded model, shared by the format readers (kmodel_v3.c, kmodel_v4.c) and the generic driver (model.c).
  * A format reader validates the whole file in parse() and fills layers, inputs and outputs; the driver owns the
  * main buffer, the KPU backend, running and output access. */

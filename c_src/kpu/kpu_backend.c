@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Backend selection: the emulator everywhere; the K210's KPU through a port (the board's own in board builds). */
 #include "kpu_backend.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The KPU engine behind one interface. Two backends implement it: the software emulator (kpu_emu.c) and, on the
  * board, the K210 hardware (same 12 layer-argument words in, same bytes out). Callers never know which runs. */
 #ifndef OKPU_KPU_BACKEND_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Face-feature encoding and comparison: see face.h for the math and what differs from MaixPy. */
 #include "face.h"
 

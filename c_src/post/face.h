@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Face-feature encoding and comparison (MaixPy's KPU.face_encode / KPU.face_compare), binding-agnostic.
  *
  * encode: q = trunc(clamp(v, -0.25, 0.25) * 512) as int8, with +0.25 (which gives 128) clamped to 127. MaixPy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* YOLOv2 region-layer decode: see yolo2.h for the math and what differs from MaixPy. */
 #include "yolo2.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * openkpu port: `open()` on the C library's stdio (host files; under QEMU, host files through semihosting), and a
  * minimal `os` (stat, remove, getcwd) so scripts can check a model file exists before loading it. The K210 port

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """image: a small pure-Python stand-in for MaixPy's `image` module, frozen into the openkpu MicroPython firmware.
 
 Same protocol as the host (Pillow) version `openkpu.board.image`, so `KPU.py` works with either:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * openkpu MicroPython port: entry point, console, heap, file import.
  *

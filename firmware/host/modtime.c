@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* openkpu port: a small `time` module (MicroPython's extmod/modtime.c is not in the core sdist). */
 #include <time.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * openkpu MicroPython port configuration: the host (Linux) build and, with OPENKPU_SEMIHOST defined, the bare-metal
  * RV64 build under QEMU `virt` (firmware/rv64). MicroPython v1.23 core only (py/ + shared/, no extmod/).

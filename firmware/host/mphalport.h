@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* openkpu port HAL: console on stdin/stdout (host tty or QEMU semihosting), millisecond ticks. */
 #ifndef OPENKPU_MPHALPORT_H
 #define OPENKPU_MPHALPORT_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Where MicroPython's core source comes from (shared by firmware/host and firmware/rv64).
 # Default: the PyPI sdist of mpy-cross-v6-3 1.1.1 (MicroPython v1.23.0 py/ + shared/ + tools/), fetched by
 # scripts/mpy_fetch.sh into build/mpy-src and checked against this sha256. Or MICROPY_DIR=/path/to/micropython.

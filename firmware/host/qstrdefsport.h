@@ -1,1 +1,2 @@
+// SPDX-License-Identifier: Apache-2.0
 // qstrs specific to the openkpu port (most are collected automatically from the sources)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """KPU: MaixPy's `KPU` module, reimplemented over openkpu's C core (`_kpu`).
 
     import KPU as kpu

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # openkpu `_kpu` user C module for MicroPython's make-based ports:
 #   make USER_C_MODULES=/path/to/openkpu/modules ...
 # Builds the binding and the portable C core (c_src/*/*.c) into the firmware.

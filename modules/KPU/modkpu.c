@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * openkpu: the `_kpu` native module for MicroPython.
  *

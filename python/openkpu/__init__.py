@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """openkpu: an open reimplementation of MaixPy's `KPU` module for the Kendryte K210, on a PC.
 
 What `pip install .` provides:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SPI-flash images for `KPU.load(offset)` on a PC.
 
 On a board, `kpu.load(0x300000)` reads the model that `kflash` wrote at that flash address. On a PC the flash is a

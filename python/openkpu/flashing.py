@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Flash firmware and kmodels to a K210 board with kflash, after checking where everything goes.
 
     python -m openkpu.flashing write [-p PORT] [-b BAUD] [-B BOARD] [--dry-run] ITEM...

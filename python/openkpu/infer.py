@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`openkpu infer MODEL --dataset DIR --out DIR`: run a kmodel over a folder of inputs, as nncase's `ncc infer` does.
 
 Each file of DIR (sorted by name; sub-folders are not read) is one input:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kmodel v4 (nncase v0.2) writer: header, memory ranges, shapes, constants, node table, bodies.
 
 Layout (docs/kpu-reference.md section 6, nncase v0.2.0-beta4 runtime/model.h and *_ops_body.h): a 40-byte header

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run an unmodified MaixPy board script on a PC.
 
     python -m openkpu run script.py [--frames PATH] [--lcd-out DIR] [--max-frames N] [--loop] [--flash IMAGE]

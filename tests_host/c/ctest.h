@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Shared scaffolding of the C tests: counters, CHECK, the closing summary line, and a small little-endian byte
  * builder for hand-made model files. Each test is its own program, so the statics here are per test. */
 #ifndef OKPU_CTEST_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* okpu_run: load a kmodel, run it, print its outputs. Used by the malformed-input tests under sanitizers and by
  * humans.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kernel-level tests of the KPU layer: argument decode and checks, the RAM layout, the emulator's arithmetic on
  * hand-computed layers, and its fast convolution path against the straight-from-the-spec reference on random
  * layers. Exits non-zero on any failure. */

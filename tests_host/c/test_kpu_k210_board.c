@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The board's own port of the K210 backend (kpu_k210.c as a board build compiles it, with OKPU_HAVE_K210_HW),
  * checked on the host without touching the chip: where the CPU reaches the KPU RAM, and which addresses the KPU
  * is given for tables in main SRAM. Nothing here reads or writes a chip address. */

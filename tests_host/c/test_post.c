@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Post-processing (c_src/post): YOLOv2 region decode and face encode/compare, including MaixPy's fixed bugs.
  * Exits non-zero on the first failure. Built and run under ASan + UBSan by `make ctest`. */
 #include <math.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* C tests for the kmodel v3 reader, the generic driver and the CPU kernels, on hand-built tiny v3 files.
  * Exit status non-zero on failure; last line "N passed, N failed". */
 #include <float.h>

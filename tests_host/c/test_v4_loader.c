@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* kmodel v4 loader tests: hand-built files (valid, then malformed) through okpu_model_load, checking error codes
  * and that messages name the node. Exits non-zero on failure; last line "N passed, N failed". */
 #include <stdint.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Build one guest: build_guest.sh NAME OUTDIR  ->  OUTDIR/NAME.elf, OUTDIR/NAME.bin (what test_vboard.py does).
 set -e
 here=$(dirname "$0")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """image: MaixPy's `image` module on the openkpu K210 firmware (frozen; the per-pixel work is C in `_image`).
 
 An Image is planar u8: one w*h plane for GRAYSCALE, R, G and B planes for colour (RGB888). That is the KPU's input

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """lcd: MaixPy's LCD module on the openkpu K210 firmware (frozen), over `_lcd` (ST7789 on SPI0 octal in C).
 
 init(type=1, freq=15000000, color=BLACK, invert=0, lcd_type=0, width=320, height=240, pins=None), deinit,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """sensor: MaixPy's camera module on the openkpu K210 firmware (frozen), over `_camera` (DVP + SCCB in C).
 
 reset(freq=24000000, set_regs=True, dual_buff=False, choice=None, pins=None), set_pixformat(RGB565 | GRAYSCALE),

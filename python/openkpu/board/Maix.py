@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A host (PC) stand-in for MaixPy's `Maix` module: the board-control calls MaixPy examples make, as no-ops.
 
 Becomes the top-level `Maix` module when `openkpu/board` is on `sys.path`. `GPIO` pins remember their value,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A live window showing the board's LCD, like MaixPy IDE's frame buffer view (`openkpu run --show`).
 
 `open_window(zoom=2)` returns a callable `show(pil_image, final=False)` for `lcd.host_set_viewer`, backed by Tk

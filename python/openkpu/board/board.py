@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A PC stand-in for MaixPy's `board` module: `from board import board_info` gives the pin numbers of a Maix board.
 
 The numbers are those of the Maix Dock / Maix Bit (MaixPy's default board config): the BOOT key on pin 16, the RGB

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A PC stand-in for MaixPy's `fpioa_manager`: `fm.register(pin, fm.fpioa.FUNCTION)` records the pin mapping.
 
 MaixPy scripts say `from fpioa_manager import fm` (older ones `from fpioa_manager import *`) and map board pins to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A host (PC) stand-in for MaixPy's `image` module, backed by Pillow.
 
 How `import image` resolves

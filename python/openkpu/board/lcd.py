@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A host (PC) stand-in for MaixPy's `lcd` module: the screen is a 320x240 RGB frame buffer saved as PNGs.
 
 Becomes the top-level `lcd` module when `openkpu/board` is on `sys.path` (`python -m openkpu run` does that).

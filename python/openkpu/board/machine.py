@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A PC stand-in for MicroPython's `machine` on a Maix board: what MaixPy's KPU examples import from it.
 
 `machine.reset()` / `soft_reset()` end the script (as the board would restart it) by raising SystemExit;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A host (PC) stand-in for MaixPy's `sensor` (camera) module.
 
 Becomes the top-level `sensor` module when `openkpu/board` is on `sys.path` (`python -m openkpu run` does that).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A host (PC) stand-in for MicroPython's `utime`: millisecond / microsecond ticks and sleeps.
 
 Becomes the top-level `utime` module when `openkpu/board` is on `sys.path`. Ticks wrap like MicroPython's (2**30

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`maix`: MaixPy's later class API for the KPU (`from maix import KPU`), over the `KPU` module.
 
     from maix import KPU
