@@ -1,5 +1,5 @@
-"""The KPU layers of a real kmodel file, read in Python straight from the bytes (kpu-reference.md sections 2, 3, 6),
-as high-level objects that :func:`kpu_reference.kpu_layer` runs.
+"""The KPU layers of a real kmodel file, read in Python straight from the bytes
+(docs/kpu-reference.md sections 2, 3, 6), as high-level objects that :func:`kpu_reference.kpu_layer` runs.
 
 Independent of the C readers on purpose: the tests run a real file's layers through the NumPy reference and compare
 them with the emulator, and compare two builds of the same network layer by layer.

@@ -352,7 +352,7 @@ def cpu_conv2d_nhwc(x, w, bias, in_shape, oc, pad_h, pad_w, fh, fw, sh, sw, dh, 
 
 
 def kpu_layout_upload(x, c, h, w):
-    """dense CHW u8 -> bytes in KPU layout (kpu-reference.md section 5), returns (bytes, rows)"""
+    """dense CHW u8 -> bytes in KPU layout (docs/kpu-reference.md section 5), returns (bytes, rows)"""
     groups, row_len, pitch = (4, 1, 16) if w <= 16 else (2, 1, 32) if w <= 32 else (1, (w + 63) // 64, 64)
     rows = row_len * h * ((c + groups - 1) // groups)
     ram = np.zeros(rows * 64, np.uint8)

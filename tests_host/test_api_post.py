@@ -1,5 +1,5 @@
 """KPU shim: YOLOv2 (init_yolo2 / run_yolo2), face_encode / face_compare, set_outputs (v4), load_flash, and the
-image stand-in's drawing and ROI methods. MaixPy's bugs must stay fixed (maixpy-kpu-api.md section 7)."""
+image stand-in's drawing and ROI methods. MaixPy's bugs must stay fixed (docs/maixpy-kpu-api.md section 7)."""
 import os
 import struct
 import sys

@@ -30,7 +30,7 @@ from openkpu import model_tools as tools  # noqa: E402
 from openkpu.kmodel_writer_v4 import CONST, F32, KPU, MAIN, U8, mr  # noqa: E402
 
 MIB = 1024 * 1024
-FULL_FIRMWARE_ROOM = 2 * MIB  # for models with the default preset and GC heap (maixpy-kpu-api.md section 6)
+FULL_FIRMWARE_ROOM = 2 * MIB  # for models with the default preset and GC heap (docs/maixpy-kpu-api.md section 6)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The real kmodel v3 files of ../shared/testdata through the installed `KPU` shim, as MaixPy scripts use them.
 
 Skipped (with the missing path) when the test data is absent. The YOLOv2 region decode is a small NumPy version of
-maixpy-kpu-api.md section 3 written here (the C one is tested separately).
+docs/maixpy-kpu-api.md section 3 written here (the C one is tested separately).
 """
 import json
 import math
@@ -50,7 +50,7 @@ def test_mobilenet_tiger(testdata):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# YOLOv2 region decode (maixpy-kpu-api.md section 3) in NumPy
+# YOLOv2 region decode (docs/maixpy-kpu-api.md section 3) in NumPy
 
 
 def yolo2_decode(out, wo, ho, anchors, classes, threshold, nms, in_w, in_h):

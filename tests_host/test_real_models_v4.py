@@ -1,6 +1,6 @@
 """The real kmodel v4 files of ../shared/testdata through the _kpu binding (skipped, saying why, without the data).
 
-Decoders written here in NumPy: YOLOv2 region layer (maixpy-kpu-api.md section 3) and the Ultra-Light-Fast face
+Decoders written here in NumPy: YOLOv2 region layer (docs/maixpy-kpu-api.md section 3) and the Ultra-Light-Fast face
 detector (priors + variances + score > 0.3 + NMS, per ulffd_face_v4_nncase/README.md)."""
 import itertools
 import struct

@@ -192,7 +192,7 @@ def test_global_pools(seed, type_id):
         np.testing.assert_allclose(f32(got), ref.ref_global_pool(x, k, c, "avg"), rtol=2e-6, atol=1e-6)
     else:
         # QUANTIZED_GLOBAL_AVERAGE_POOL2D: integer sum / kernel_size, truncating, u8 out (the C loader's reading of
-        # Maix-EMC's patched driver). kpu-reference.md section 2 instead describes that driver as producing a FLOAT
+        # Maix-EMC's patched driver). docs/kpu-reference.md section 2 instead describes that driver as producing a FLOAT
         # result (sum * scale + bias) / kernel_size from {scale, bias} fields its body layout does not list: open
         # question, this test pins the C loader's current choice.
         want = x.reshape(c, k).astype(np.int64).sum(axis=1) // k

@@ -1,4 +1,4 @@
-"""Independent NumPy reference for the post-processing in c_src/post (maixpy-kpu-api.md sections 3 and 4).
+"""Independent NumPy reference for the post-processing in c_src/post (docs/maixpy-kpu-api.md sections 3 and 4).
 
 Written from the spec, vectorised, float64, sharing no code with the C implementation; the tests compare the two.
 """

@@ -24,7 +24,7 @@ static uint8_t quantize_one(float x, float inv_scale, float bias)
 
 void okpu_k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, float scale, float bias)
 {
-    /* SDK: reciprocal first, then multiply (kpu-reference.md section 2). */
+    /* SDK: reciprocal first, then multiply (docs/kpu-reference.md section 2). */
     float inv = 1.0f / scale;
     uint32_t i;
     for (i = 0; i < count; i++)

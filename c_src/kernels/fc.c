@@ -7,7 +7,7 @@
 void okpu_k_fc_f32(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias, uint32_t in_ch,
                    uint32_t out_ch, uint32_t act)
 {
-    /* Exactly the chip's order (kpu-reference.md section 2): s starts at 0.0f, one fused multiply-add per input in
+    /* Exactly the chip's order (docs/kpu-reference.md section 2): s starts at 0.0f, one fused multiply-add per input in
      * index order, then the bias, then the activation. Any other order or float64 misses the K210's digits. */
     uint32_t o, i;
     for (o = 0; o < out_ch; o++) {

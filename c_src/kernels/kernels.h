@@ -4,7 +4,7 @@
  * aligned: float32 values are little-endian and read/written through core/bytes.h. Callers validate every range
  * before calling; kernels never check bounds themselves.
  *
- * Float kernels reproduce what the K210 prints (kpu-reference.md section 2, "Float CPU layers on the chip"): the
+ * Float kernels reproduce what the K210 prints (docs/kpu-reference.md section 2, "Float CPU layers on the chip"): the
  * SDK's kpu.c is built by GCC, which contracts `a*b + c` into a fused multiply-add, so those places use fmaf()
  * explicitly here (the core itself is compiled with -std=c99, which does not contract). */
 #ifndef OKPU_KERNELS_H

@@ -1,5 +1,5 @@
 /* K210_ADD_PADDING / K210_REMOVE_PADDING: the CPU side of running a fully connected layer as a 1x1 conv on 4x4
- * maps (kpu-reference.md section 2; SDK kpu.c kpu_add_padding / kpu_remove_padding). */
+ * maps (docs/kpu-reference.md section 2; SDK kpu.c kpu_add_padding / kpu_remove_padding). */
 #include "kernels.h"
 
 /* A 4-wide map: 4 channels share a 64-byte row, 16 bytes apart; one row per image row, 4 rows per channel group. */

@@ -1,4 +1,4 @@
-/* QUANTIZED_ADD (v3 type 2), SDK kpu.c semantics (kpu-reference.md section 2). */
+/* QUANTIZED_ADD (v3 type 2), SDK kpu.c semantics (docs/kpu-reference.md section 2). */
 #include "kernels.h"
 
 void okpu_k_quant_add_u8(const uint8_t *a, const uint8_t *b, uint8_t *out, uint32_t count,

@@ -7,7 +7,7 @@
 void okpu_k_flatten(const uint8_t *in, uint8_t *out, uint32_t w, uint32_t h, uint32_t c, uint32_t elem)
 {
     /* SDK kpu_tf_flatten: for y, x, ch: out++ = in[(ch*h + y)*w + x]. The fields are used as stored; Maix-EMC
-     * writes width = H and height = W (kpu-reference.md section 2), and its patched driver runs this same loop on
+     * writes width = H and height = W (docs/kpu-reference.md section 2), and its patched driver runs this same loop on
      * those stored fields, so following the stored values reproduces the chip for both writers. */
     uint32_t y, x, ch;
     size_t o = 0;
@@ -21,7 +21,7 @@ void okpu_k_resize_nearest(const uint8_t *in, uint8_t *out, uint32_t in_w, uint3
                            uint32_t out_w, uint32_t out_h, uint32_t elem)
 {
     /* Source index min(floor(o * in / out), in - 1), computed exactly in integers; align_corners is ignored as in
-     * the SDK (kpu-reference.md section 2). */
+     * the SDK (docs/kpu-reference.md section 2). */
     uint32_t ch, oy, ox;
     size_t o = 0;
     for (ch = 0; ch < c; ch++)

@@ -1,4 +1,4 @@
-/* Decode and validation of the KPU layer argument (kpu-reference.md section 3 for the bits, 4.4 and 4.6 for the
+/* Decode and validation of the KPU layer argument (docs/kpu-reference.md section 3 for the bits, 4.4 and 4.6 for the
  * limits). Every word is read byte by byte: model buffers are not aligned. */
 #include "kpu_args.h"
 
@@ -267,7 +267,7 @@ int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
 /* The KPU fetches its weights itself: load_time + 1 loads of para_size bytes from para_start_addr, each for
  * o_ch_num_coef output channels (the last load takes the remaining channels). Nothing else in the layer words bounds
  * that read, so a word with a large para_size or load_time makes the chip read past the model's weights. Accepted:
- * the layout nncase v0.2 and Maix-EMC write (kpu-reference.md section 3) and every real model carries -
+ * the layout nncase v0.2 and Maix-EMC write (docs/kpu-reference.md section 3) and every real model carries -
  * load_time + 1 = ceil(out channels / channels per load), para_size = bytes per channel x channels per load (or
  * less: a shorter load reads less) - so the loads stay inside the kpu_weights_bytes() the loader validated. */
 int kpu_args_check_weight_loads(const kpu_args *a, int eight_bit, int layer, long offset, okpu_error *err)

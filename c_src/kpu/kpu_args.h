@@ -1,5 +1,5 @@
 /* The KPU layer argument: 12 little-endian u64 words (kpu_layer_argument_t), decoded into named fields.
- * Bit positions: kpu-reference.md section 3. The emulator and the hardware backend both start from these words. */
+ * Bit positions: docs/kpu-reference.md section 3. The emulator and the hardware backend both start from these words. */
 #ifndef OKPU_KPU_ARGS_H
 #define OKPU_KPU_ARGS_H
 
@@ -68,7 +68,7 @@ void kpu_act_decode(const uint8_t raw[KPU_ACT_TABLE_BYTES], kpu_act *act);
 /* Filter side (1 or 3) for kernel_type 0 / 1. */
 unsigned kpu_kernel_size(const kpu_args *a);
 
-/* Pool geometry of pool_type (kpu-reference.md section 4.4): window side and stride; 0 for an unknown type. */
+/* Pool geometry of pool_type (docs/kpu-reference.md section 4.4): window side and stride; 0 for an unknown type. */
 unsigned kpu_pool_window(unsigned pool_type);
 unsigned kpu_pool_stride(unsigned pool_type);
 

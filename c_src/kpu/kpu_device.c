@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The KPU as a peripheral: the K210's register block (kpu-reference.md section 7) in front of the bit-exact emulator,
- * over a board's own memory. The virtual Maix board maps it at 0x40800000, so a firmware's K210 backend (or any
+/* The KPU as a peripheral: the K210's register block (docs/kpu-reference.md section 7) in front of the bit-exact
+ * emulator, over a board's own memory. The virtual Maix board maps it at 0x40800000, so a firmware's K210 backend (or any
  * driver) runs through the real register sequence and its layers run on the same arithmetic as the PC emulator.
  *
  * What the block does, as far as drivers can see it:

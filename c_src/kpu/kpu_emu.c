@@ -1,9 +1,10 @@
-/* The bit-exact software KPU (kpu-reference.md section 4). run_layer reads the input map from the emulated KPU RAM,
- * computes conv -> batch norm -> activation -> pool and writes the result back to KPU RAM (and densely to main
+/* The bit-exact software KPU (docs/kpu-reference.md section 4). run_layer reads the input map from the emulated
+ * KPU RAM, computes conv -> batch norm -> activation -> pool and writes the result back to KPU RAM (and densely to main
  * memory when asked), using nothing but the job.
  *
  * Two convolution paths compute the same bytes:
- * - conv_reference: section 4.1 as written, one output value at a time (the oracle the tests compare against);
+ * - conv_reference: docs/kpu-reference.md section 4.1 as written, one output value at a time (the oracle the tests
+ *   compare against);
  * - conv_fast: the same sums reorganised into integer loops over whole rows. The x-offset term depends only on the
  *   pixel, so it is one plane per layer; the w-offset term depends only on the output channel, so it is one number;
  *   the products sum in uint32 in 8-bit mode (1024*9*255*255 < 2^32) and in uint64 in 16-bit mode.
@@ -56,7 +57,7 @@ static int64_t floor_shr(int64_t v, unsigned s)
     return -1 - ((-(v + 1)) >> s);
 }
 
-/* v / 2^s rounded to nearest per `mode` (section 4.3; section 2 for the SDK carry shift). */
+/* v / 2^s rounded to nearest per `mode` (docs/kpu-reference.md section 4.3; section 2 for the SDK carry shift). */
 static int64_t round_shr(int64_t v, unsigned s, okpu_round_mode mode)
 {
     int64_t q;
@@ -80,8 +81,8 @@ static int64_t round_shr(int64_t v, unsigned s, okpu_round_mode mode)
     return q;
 }
 
-/* Batch norm then activation of one accumulator (section 4.2, 4.3). A real layer's alu stays far below 2^40 and
- * its BN product below 2^63; the wrapping ops only pin down the result of values no real layer produces (alu near
+/* Batch norm then activation of one accumulator (docs/kpu-reference.md sections 4.2, 4.3). A real layer's alu stays far
+ * below 2^40 and its BN product below 2^63; the wrapping ops only pin down the result of values no real layer produces (alu near
  * 2^53 is reachable only with 16-bit weights and near-maximal arg fields). */
 static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act_sorted, okpu_round_mode mode)
 {
@@ -110,7 +111,7 @@ static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act
     return (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
 }
 
-/* ---- Pooling (section 4.4) ---- */
+/* ---- Pooling (docs/kpu-reference.md section 4.4) ---- */
 
 enum pool_kind { POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_PICK };
 

@@ -1,4 +1,4 @@
-/* The K210's own KPU behind the backend interface (kpu-reference.md section 7).
+/* The K210's own KPU behind the backend interface (docs/kpu-reference.md section 7).
  *
  * A layer runs the way nncase v0.2's K210 runtime runs it: clear the interrupts, unmask calc_done only, push the 12
  * layer-argument words into the FIFO with int_en = 1 and send_data_out = 0 and the three table addresses patched to

@@ -1,4 +1,4 @@
-/* KPU RAM layout of a feature map (kpu-reference.md section 5). */
+/* KPU RAM layout of a feature map (docs/kpu-reference.md section 5). */
 #include "kpu_layout.h"
 
 #include <string.h>

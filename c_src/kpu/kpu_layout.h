@@ -1,4 +1,4 @@
-/* KPU RAM layout of a feature map (kpu-reference.md section 5): channels are packed several to a 64-byte row
+/* KPU RAM layout of a feature map (docs/kpu-reference.md section 5): channels are packed several to a 64-byte row
  * when the image is narrow. */
 #ifndef OKPU_KPU_LAYOUT_H
 #define OKPU_KPU_LAYOUT_H

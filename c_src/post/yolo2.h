@@ -4,7 +4,7 @@
  * x, y, w, h, obj, class_0 .. class_{C-1}, each w*h floats row-major, so the value of plane p of anchor n at cell i
  * is data[(n * (5 + C) + p) * w * h + i].
  *
- * Math (maixpy-kpu-api.md section 3): sigmoid on x, y, obj; softmax over the C class planes (max subtracted);
+ * Math (docs/maixpy-kpu-api.md section 3): sigmoid on x, y, obj; softmax over the C class planes (max subtracted);
  * box = ((col + sx) / w, (row + sy) / h, exp(tw) * anchor[2n] / w, exp(th) * anchor[2n+1] / h);
  * prob_j = obj * softmax_j, zeroed unless > threshold; greedy NMS per class (boxes sorted by that class's prob,
  * descending, ties in box order; a box whose prob is still non-zero zeroes every later box with IoU > nms);

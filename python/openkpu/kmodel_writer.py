@@ -53,7 +53,7 @@ LAYER_TYPES = {
 MAIN_MEM_OUT = 1  # body flags bit0
 
 # ---------------------------------------------------------------------------------------------------------------
-# The 96-byte KPU layer argument (12 x u64, LSB-first bitfields; reference section 3).
+# The 96-byte KPU layer argument (12 x u64, LSB-first bitfields; docs/kpu-reference.md section 3).
 # (word, lowest bit, width, name, signed). Names are the SDK's; the *_num / *_wid / *_high fields hold stored
 # values (count - 1).
 LAYER_ARG_FIELDS: Tuple[Tuple[int, int, int, str, bool], ...] = (
@@ -122,7 +122,7 @@ def unpack_layer_args(raw: bytes) -> Dict[str, int]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# KPU RAM layout (section 5) and pooling geometry (section 4.4)
+# KPU RAM layout (docs/kpu-reference.md section 5) and pooling geometry (docs/kpu-reference.md section 4.4)
 
 def kpu_row_layout(width: int) -> Tuple[int, int, int]:
     """(groups, row_len, row_pitch) of a feature map of this width."""
@@ -149,7 +149,7 @@ def pool_stride(pool_type: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# BN and activation tables (section 3)
+# BN and activation tables (docs/kpu-reference.md section 3)
 
 def pack_bn(mul: Sequence[int], add: Sequence[int], shift: Sequence[int], *, strict: bool = True) -> bytes:
     """u64 per output channel: [23:0] norm_mul (s24), [55:24] norm_add (s32), [59:56] norm_shift (u4)."""
@@ -313,7 +313,8 @@ class KpuConv(V3Layer):
         return w.astype("u1" if eight_bit else "<u2")
 
     def layer_fields(self, eight_bit: bool = True) -> Dict[str, int]:
-        """Stored field values of the 12 words, derived as nncase v0.2's codegen does (section 3)."""
+        """Stored field values of the 12 words, derived as nncase v0.2's codegen does
+        (docs/kpu-reference.md section 3)."""
         k = self.kernel
         bpw = 1 if eight_bit else 2
         if self.depthwise:
@@ -385,7 +386,7 @@ class KpuConv(V3Layer):
                 (self.dst, kpu_map_rows(self.out_w, self.out_h, self.out_c))]
 
 
-# --- CPU layers: fields in body order (reference section 2). `flags` first in every body. -----------------------
+# --- CPU layers: fields in body order (docs/kpu-reference.md section 2). `flags` first in every body. ---
 
 @dataclass
 class Add(V3Layer):

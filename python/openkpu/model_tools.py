@@ -16,7 +16,7 @@ reported with the loader's own message.
 Exit codes: 0 = done / fits, 1 = `fit`: does not fit, 2 = error (unreadable or invalid model, bad option).
 `swap --check` exits 0 for a plain and for a word-swapped kmodel (it prints which) and 2 for anything else.
 
-Memory budget used by `fit` (docs: maixpy-kpu-api.md section 6; MaixPy's `Maix.utils` docs for the GC heap):
+Memory budget used by `fit` (docs: docs/maixpy-kpu-api.md section 6; MaixPy's `Maix.utils` docs for the GC heap):
 the K210 has 6 MiB of general SRAM. The firmware keeps part of it (code, data, stacks, camera and LCD buffers),
 MaixPy's GC heap (Python objects) takes `gc_heap_size()` (default 512 KiB), and models are loaded into what is left
 (the system heap): each `kpu.load` costs model + 256 + main buffer + context (the core's `sram_total`). Loaded models
@@ -52,7 +52,7 @@ DEFAULT_GC_HEAP = 512 * KIB  # MaixPy's default Maix.utils.gc_heap_size() (0x800
 # for its Python objects. A rule of thumb, not a documented limit.
 MIN_SUGGESTED_GC_HEAP = 128 * KIB
 
-# What the firmware keeps of the 6 MiB, besides the GC heap. Derived from maixpy-kpu-api.md section 6 so that, with
+# What the firmware keeps of the 6 MiB, besides the GC heap. Derived from docs/maixpy-kpu-api.md section 6 so that, with
 # the default 512 KiB GC heap, the room left for models is what MaixPy's docs say: about 2 MiB with the full
 # firmware, about 4 MiB with the minimum one, about 5 MiB with the minimum one and no camera/LCD buffers.
 FIRMWARE_PRESETS = {
@@ -73,7 +73,7 @@ LAYER_FIELDS = ("index", "type", "type_name", "body_offset", "body_size", "is_kp
 FORMAT_NAMES = {3: "kmodel v3 (nncase v0.1.x / Maix-EMC)", 4: "kmodel v4 (nncase v0.2.x)"}
 DTYPE_NAMES = {"B": "uint8", "f": "float32"}
 KERNEL_NAMES = {0: "1x1", 1: "3x3"}
-# kpu-reference.md section 4, step 4
+# docs/kpu-reference.md section 4, step 4
 POOL_NAMES = {
     0: "none", 1: "max 2x2 stride 2", 2: "mean 2x2 stride 2", 3: "max 4x4 stride 4", 4: "mean 4x4 stride 4",
     5: "pick left-top 2x2 stride 2", 6: "pick right-top 2x2 stride 2", 7: "pick left-top 4x4 stride 4",

@@ -1,6 +1,6 @@
 /* The K210 hardware backend (c_src/kpu/kpu_k210.c) driven against a simulated KPU peripheral.
  *
- * The simulated peripheral behaves like the register block of kpu-reference.md section 7: it collects the 12 words
+ * The simulated peripheral behaves like the register block of docs/kpu-reference.md section 7: it collects the 12 words
  * pushed into the layer FIFO, resolves the three table addresses written into them, runs the layer on an emulator
  * that stands for the silicon (sharing the KPU RAM the backend sees), and raises calc_done after a few status polls.
  * It knows nothing of the model: if the backend patched an address, a row index or a flag wrongly, the outputs
