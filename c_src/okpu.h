@@ -54,7 +54,7 @@ const char *okpu_status_name(int code);
 
 typedef enum okpu_dtype { OKPU_DTYPE_F32 = 0, OKPU_DTYPE_U8 = 1 } okpu_dtype;
 
-/* Where public sources disagree (kpu-reference.md section 8) the default follows the chip or the runtime
+/* Where public sources disagree (docs/kpu-reference.md section 8) the default follows the chip or the runtime
  * MaixPy ships; the alternatives stay selectable so they can be checked against hardware. */
 typedef enum okpu_round_mode {
     OKPU_ROUND_HALF_EVEN = 0, /* nncase v0.2 / v1.0 activation shift */
@@ -63,7 +63,8 @@ typedef enum okpu_round_mode {
 } okpu_round_mode;
 
 typedef enum okpu_conv_offset_mode {
-    OKPU_CONV_OFFSET_PER_CHANNEL = 0, /* the chip: offset terms floored per input channel (section 4.1) */
+    /* the chip: offset terms floored per input channel (docs/kpu-reference.md section 4.1) */
+    OKPU_CONV_OFFSET_PER_CHANNEL = 0,
     OKPU_CONV_OFFSET_ONCE = 1         /* nncase's emulators: floored once over the whole sum */
 } okpu_conv_offset_mode;
 
@@ -81,7 +82,7 @@ typedef struct okpu_allocator {
     void *ctx;
 } okpu_allocator;
 
-/* How the K210 backend reaches the chip's KPU (kpu-reference.md section 7): its register block, the KPU RAM as the
+/* How the K210 backend reaches the chip's KPU (docs/kpu-reference.md section 7): its register block, the KPU RAM as the
  * CPU sees it, and the address the KPU must be given for a table in main memory. Board builds get the real one from
  * okpu_k210_board_port(); host tests pass a simulated peripheral, so the driver logic is tested without a board. */
 typedef struct okpu_k210_port {
@@ -149,8 +150,12 @@ typedef struct okpu_memory_info {
     size_t model_bytes;     /* size of the model file */
     size_t model_alloc;     /* model_bytes + OKPU_MODEL_ALIGN_SLACK, as MaixPy allocates it */
     size_t main_mem;        /* CPU main buffer (v3 main_mem_usage, v4 main_mem) */
-    size_t context_bytes;   /* the runtime's own bookkeeping for this model */
+    size_t context_bytes;   /* the runtime's own bookkeeping for this model: layers, the plan's steps, the partial-run
+                             * copy of a KPU output, the KPU row map; everything a forward pass uses is allocated at
+                             * load and counted here */
     size_t sram_total;      /* model_alloc + main_mem + context_bytes: bytes taken from the 6 MiB */
+    size_t backend_scratch; /* working memory the KPU backend took at load for this model's layers (the emulator's
+                             * conv buffers; 0 on the K210's own KPU, which needs none); not part of sram_total */
     uint32_t kpu_rows_used; /* distinct 64-byte KPU RAM rows any layer reads or writes */
     uint32_t kpu_row_lo;    /* lowest row touched (OKPU_KPU_RAM_ROWS when none) */
     uint32_t kpu_row_hi;    /* one past the highest row touched (0 when none) */
@@ -196,7 +201,7 @@ const uint8_t *okpu_model_kpu_ram(const okpu_model *model);
 
 
 /* ---- The KPU as a peripheral (a virtual board's register block) -------------------------------------------------
- * The K210's KPU register block (kpu-reference.md section 7) over a board's memory: the 12 words a driver pushes
+ * The K210's KPU register block (docs/kpu-reference.md section 7) over a board's memory: the 12 words a driver pushes
  * into the layer FIFO run on the bit-exact emulator, reading their tables from `sram` (KPU bus address =
  * CPU address - 0x40000000, so bus 0x40000000 is sram[0]) and working in `kpu_ram` (the 2 MiB AI SRAM). A virtual
  * board hands its guest memory here, so a firmware's K210 backend runs through the real register sequence. */

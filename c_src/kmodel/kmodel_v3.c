@@ -1,6 +1,6 @@
 /* kmodel v3 (nncase v0.1.x, Maix-EMC): reader and layer dispatch.
  *
- * File layout: kpu-reference.md section 2. One table (v3_ops below) lists every layer type once with its name,
+ * File layout: docs/kpu-reference.md section 2. One table (v3_ops below) lists every layer type once with its name,
  * minimum body size, parse/validate function and run function; parsing, dispatch and names all come from it.
  *
  * Everything is validated in parse(), before anything runs: every main-buffer range against main_mem_usage, every
@@ -527,7 +527,8 @@ static int parse_cwdq(v3_ctx *c, v3_state *s)
 }
 
 /* K210_CONV: flags, main_mem_out_address, layer_offset, weights_offset, bn_offset, act_offset; the four offsets are
- * absolute file offsets into this body. Alignments differ between writers (section 8.5): only ranges are checked. */
+ * absolute file offsets into this body. Alignments differ between writers
+ * (docs/kpu-reference.md section 8.5): only ranges are checked. */
 static int parse_conv(v3_ctx *c, v3_state *s)
 {
     okpu_model *m = c->m;
@@ -1072,7 +1073,7 @@ static void v3_free_layer(okpu_model *m, okpu_layer *L)
     L->state = NULL;
 }
 
-const okpu_format okpu_format_v3 = {"kmodel v3 (nncase v0.1 / Maix-EMC)", 3, v3_parse, v3_run_layer, v3_free_layer};
+const okpu_format okpu_format_v3 = {"kmodel v3 (nncase v0.1 / Maix-EMC)", 3, v3_parse, okpu_legacy_decode, v3_run_layer, v3_free_layer};
 
 /* The bound okpu_model_alloc_layers applies assumes small records for non-KPU layers. */
 typedef char v3_small_state_fits[offsetof(v3_state, job) <= OKPU_LAYER_STATE_MAX ? 1 : -1];

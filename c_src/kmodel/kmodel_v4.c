@@ -1,6 +1,6 @@
 /* kmodel v4 (nncase v0.2.x) reader and runner.
  *
- * Layout (kpu-reference.md section 6; nncase v0.2.0-beta4 runtime/model.h, interpreter.cpp): a 40-byte header,
+ * Layout (docs/kpu-reference.md section 6; nncase v0.2.0-beta4 runtime/model.h, interpreter.cpp): a 40-byte header,
  * input memory ranges, input shapes, output memory ranges, the constants blob, {opcode, body_size} per node, then the
  * bodies one after another (body += body_size; the last may run past EOF by < 8 bytes of unwritten padding).
  *
@@ -9,8 +9,8 @@
  * nncase v0.2.0-beta4 neutral_ops_body.h / cpu_ops_body.h / k210_ops_body.h: plain structs read field by field
  * (enums and bools are 4 / 1 bytes, struct tail padding included in the body size).
  *
- * Rounding of the quantized ops (kpu-reference.md section 8 item 3): opts->v4_quant_round. Default HALF_UP, because
- * nncase v0.2.0-beta4's runtime — the one that writes and runs these files, and what MaixPy's prebuilt v4 library
+ * Rounding of the quantized ops (docs/kpu-reference.md section 8 item 3): opts->v4_quant_round. Default HALF_UP,
+ * because nncase v0.2.0-beta4's runtime — the one that writes and runs these files, and what MaixPy's prebuilt v4 library
  * is built from — computes `(v * mul + 2^(s-1)) >> s`; SDK_CARRY (the odd-bit carry shift of older nncase /
  * the SDK's bundled runtime) stays selectable because no hardware dump settles which one a given firmware uses.
  *
@@ -1426,7 +1426,7 @@ static int r_kpu_conv2d(v4_cx *cx, const v4_node *n)
 /* ================= the op table ================= */
 
 /* 0x00-0x0E exist since nncase v0.2.0-alpha/beta1; 0x0F-0x14 came with v0.2.0-beta3/beta4 (the runtime bundled in
- * the K210 SDK and older MaixPy firmware lack them, kpu-reference.md section 8 item 7). */
+ * the K210 SDK and older MaixPy firmware lack them, docs/kpu-reference.md section 8 item 7). */
 static const v4_op v4_ops[] = {
     {0x00, "binary", p_binary, r_binary},
     {0x01, "concat", p_concat, r_concat},
@@ -1850,4 +1850,4 @@ static void v4_free_layer(okpu_model *m, okpu_layer *layer)
     layer->state = NULL;
 }
 
-const okpu_format okpu_format_v4 = {"kmodel v4 (nncase v0.2)", 4, v4_parse, v4_run_layer, v4_free_layer};
+const okpu_format okpu_format_v4 = {"kmodel v4 (nncase v0.2)", 4, v4_parse, okpu_legacy_decode, v4_run_layer, v4_free_layer};

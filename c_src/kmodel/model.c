@@ -51,6 +51,57 @@ void okpu_model_free_mem(okpu_model *m, void *ptr, size_t size)
     m->ctx_alloc_bytes = m->ctx_alloc_bytes >= size ? m->ctx_alloc_bytes - size : 0;
 }
 
+/* TRANSITIONAL */
+int okpu_legacy_decode(okpu_model *m, okpu_error *err)
+{
+    int i;
+    for (i = 0; i < m->layer_count; i++) {
+        okpu_legacy_args *a = (okpu_legacy_args *)okpu_model_add_step(m, i, OKPU_STEP_LEGACY, 0, err);
+        if (!a)
+            return err ? err->code : OKPU_ERR_NO_MEM;
+        a->m = m;
+        a->index = i;
+    }
+    return OKPU_OK;
+}
+
+int okpu_step_legacy(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_legacy_args *a = (const okpu_legacy_args *)args;
+    (void)ctx;
+    return a->m->format->run_layer(a->m, a->index, err);
+}
+
+void *okpu_model_add_step(okpu_model *m, int layer, okpu_step_kind kind, size_t tail, okpu_error *err)
+{
+    okpu_step *s = &m->layers[layer].step;
+    size_t fixed = okpu_step_table[kind].args_size;
+    uint64_t bytes;
+    /* the per-layer record bound of okpu_model_alloc_layers relies on this (a KPU convolution's body is larger) */
+    if (kind != OKPU_STEP_KPU_CONV && fixed > OKPU_LAYER_STATE_MAX) {
+        okpu_fail(err, OKPU_ERR_UNKNOWN, layer, (long)m->layers[layer].body_offset,
+                  "internal: the %s step's arguments (%lu bytes) exceed OKPU_LAYER_STATE_MAX", okpu_step_name(kind),
+                  (unsigned long)fixed);
+        return NULL;
+    }
+    if (okpu_add_ovf(fixed, tail, OKPU_SIZE_LIMIT, &bytes)) {
+        okpu_fail(err, OKPU_ERR_KMODEL_FORMAT, layer, (long)m->layers[layer].body_offset,
+                  "layer %d: its step would take more than the address space", layer);
+        return NULL;
+    }
+    s->args = okpu_model_alloc(m, (size_t)bytes);
+    if (!s->args) {
+        okpu_fail(err, OKPU_ERR_NO_MEM, layer, (long)m->layers[layer].body_offset,
+                  "out of memory decoding layer %d (%s): its step takes %lu bytes; free other models or use a smaller "
+                  "model",
+                  layer, okpu_step_name(kind), (unsigned long)bytes);
+        return NULL;
+    }
+    s->kind = kind;
+    s->args_bytes = (uint32_t)bytes;
+    return s->args;
+}
+
 int okpu_model_alloc_layers(okpu_model *m, int count, okpu_error *err)
 {
     size_t bytes;
@@ -214,6 +265,34 @@ static uint32_t count_rows(const uint8_t *map, uint32_t *lo, uint32_t *hi)
     return n;
 }
 
+/* A partial run (set_layers) copies a layer's KPU-RAM output out densely: size that copy at load for the largest
+ * such output, and let the backend take what each KPU layer needs, so that running never allocates. */
+static int plan_run_memory(okpu_model *m, okpu_error *err)
+{
+    size_t largest = 0;
+    int i, rc;
+    for (i = 0; i < m->layer_count; i++) {
+        const okpu_layer *L = &m->layers[i];
+        if (L->out.mem == OKPU_MEM_KPU && L->out.t.bytes > largest)
+            largest = L->out.t.bytes;
+        if (L->step.kind == OKPU_STEP_KPU_CONV && m->kpu->prepare) {
+            rc = m->kpu->prepare(m->kpu, &((const okpu_kpu_conv_args *)L->step.args)->job, err);
+            if (rc != OKPU_OK)
+                return rc;
+        }
+    }
+    if (largest == 0)
+        return OKPU_OK;
+    m->scratch = (uint8_t *)okpu_model_alloc(m, largest);
+    if (!m->scratch)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
+                         "out of memory allocating %lu bytes to copy a KPU feature map out after a partial run; free "
+                         "other models or use a smaller model",
+                         (unsigned long)largest);
+    m->scratch_size = largest;
+    return OKPU_OK;
+}
+
 okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options *opts, okpu_error *err)
 {
     okpu_options o;
@@ -258,14 +337,13 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
         goto fail;
     }
 
-    rc = fmt->parse(m, err);
+    rc = fmt->read_header(m, err);
     if (rc == OKPU_OK)
         rc = okpu_model_check_main_budget(m, err);
-    if (rc == OKPU_OK)
-        rc = check_work_budget(m, err);
     if (rc != OKPU_OK)
         goto fail;
 
+    /* The plan's pointers are resolved while decoding: the main buffer and the KPU RAM exist first. */
     m->main_mem = (uint8_t *)okpu_alloc(m->opts.allocator, m->main_mem_size ? m->main_mem_size : 1u);
     if (!m->main_mem) {
         okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
@@ -274,7 +352,6 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
                   (unsigned long)m->main_mem_size);
         goto fail;
     }
-
     m->kpu = kpu_backend_create(&m->opts, err);
     if (!m->kpu) {
         if (err && err->code == OKPU_OK)
@@ -282,12 +359,21 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
         goto fail;
     }
 
+    rc = fmt->decode(m, err);
+    if (rc == OKPU_OK)
+        rc = check_work_budget(m, err);
+    if (rc == OKPU_OK)
+        rc = plan_run_memory(m, err);
+    if (rc != OKPU_OK)
+        goto fail;
+
     /* memory accounting */
     m->mem.model_bytes = size;
     m->mem.model_alloc = size + OKPU_MODEL_ALIGN_SLACK;
     m->mem.main_mem = m->main_mem_size;
     m->mem.context_bytes = sizeof *m + m->ctx_alloc_bytes;
     m->mem.sram_total = m->mem.model_alloc + m->mem.main_mem + m->mem.context_bytes;
+    m->mem.backend_scratch = m->kpu->scratch_bytes;
     m->mem.kpu_rows_used = count_rows(m->kpu_row_map, &m->mem.kpu_row_lo, &m->mem.kpu_row_hi);
     m->mem.kpu_macs = 0;
     for (i = 0; i < m->layer_count; i++)
@@ -307,9 +393,11 @@ void okpu_model_free(okpu_model *m)
         return;
     a = m->opts.allocator;
     if (m->layers) {
-        for (i = 0; i < m->layer_count; i++)
-            if (m->format && m->format->free_layer)
+        for (i = 0; i < m->layer_count; i++) {
+            if (m->format && m->format->free_layer) /* TRANSITIONAL */
                 m->format->free_layer(m, &m->layers[i]);
+            okpu_model_free_mem(m, m->layers[i].step.args, m->layers[i].step.args_bytes);
+        }
         okpu_model_free_mem(m, m->layers, (size_t)m->layer_count * sizeof(okpu_layer));
         m->layers = NULL;
     }
@@ -387,25 +475,11 @@ int okpu_model_set_input(okpu_model *m, int index, const void *data, size_t size
 
 /* ---- running ---- */
 
-static int ensure_scratch(okpu_model *m, size_t bytes, okpu_error *err)
-{
-    if (m->scratch_size >= bytes && m->scratch)
-        return OKPU_OK;
-    okpu_model_free_mem(m, m->scratch, m->scratch_size);
-    m->scratch = NULL;
-    m->scratch_size = 0;
-    m->scratch = (uint8_t *)okpu_model_alloc(m, bytes ? bytes : 1u);
-    if (!m->scratch)
-        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
-                         "out of memory allocating %lu bytes to copy a KPU feature map out for the partial run",
-                         (unsigned long)bytes);
-    m->scratch_size = bytes ? bytes : 1u;
-    return OKPU_OK;
-}
-
+/* The one runner: every format's plan runs here, step by step. */
 int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
 {
     int i, rc;
+    okpu_run_ctx ctx;
     okpu_error_clear(err);
     if (!m)
         return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
@@ -413,8 +487,12 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
         n_layers = m->layer_count;
     m->ran_layers = 0;
     m->partial = 0;
+    ctx.kpu = m->kpu;
     for (i = 0; i < n_layers; i++) {
-        rc = m->format->run_layer(m, i, err);
+        const okpu_step *s = &m->layers[i].step;
+        ctx.layer = i;
+        ctx.body_offset = (long)m->layers[i].body_offset;
+        rc = okpu_step_table[s->kind].run(&ctx, s->args, err);
         if (rc != OKPU_OK) {
             if (err && err->code == OKPU_OK)
                 okpu_fail(err, OKPU_ERR_RUN_MODEL, i, (long)m->layers[i].body_offset, "layer %d (%s) failed to run",
@@ -424,12 +502,8 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
     }
     if (n_layers < m->layer_count) {
         const okpu_place *p = &m->layers[n_layers - 1].out;
-        if (p->mem == OKPU_MEM_KPU) {
-            rc = ensure_scratch(m, p->t.bytes, err);
-            if (rc != OKPU_OK)
-                return rc;
+        if (p->mem == OKPU_MEM_KPU) /* scratch was sized at load for the largest such output */
             kpu_layout_download(m->kpu->ram, p->offset, m->scratch, p->t.w, p->t.h, p->t.c);
-        }
         m->partial = 1;
     }
     m->ran_layers = n_layers;

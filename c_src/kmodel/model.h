@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The loaded model, shared by the format readers (kmodel_v3.c, kmodel_v4.c) and the generic driver (model.c).
- * A format reader validates the whole file in parse() and fills layers, inputs and outputs; the driver owns the
- * main buffer, the KPU backend, running and output access. */
+/* The loaded model, shared by the format front-ends (kmodel_v3.c, kmodel_v4.c) and the generic driver (model.c).
+ * A front-end reads its header, then decodes and validates the whole file once into the execution plan
+ * (plan/plan.h: one step per layer) and fills inputs and outputs; the driver owns the main buffer, the KPU backend,
+ * the plan's memory, running and output access. */
 #ifndef OKPU_KMODEL_MODEL_H
 #define OKPU_KMODEL_MODEL_H
 
 #include "../okpu.h"
 #include "../kpu/kpu_backend.h"
+#include "../plan/plan.h"
 
 typedef enum okpu_mem_kind {
     OKPU_MEM_NONE = 0,
@@ -26,10 +28,12 @@ typedef struct okpu_layer {
     uint32_t type;        /* v3 layer type / v4 opcode */
     uint32_t body_offset; /* absolute file offset */
     uint32_t body_size;   /* declared size (may include unwritten alignment padding) */
-    const void *op;       /* the format's op-table entry */
-    okpu_layer_info info; /* filled by parse(): netinfo fields, macs, output */
+    okpu_layer_info info; /* filled by decode(): netinfo fields, macs, work, output */
     okpu_place out;       /* where this layer's output lives (output of a run stopped after it) */
-    void *state;          /* format-specific decoded body (or NULL), freed by the format's free_layer */
+    okpu_step step;       /* what running it does (okpu_model_add_step) */
+    /* TRANSITIONAL (removed once both readers build steps): a reader's own decoded record */
+    const void *op;
+    void *state;
 } okpu_layer;
 
 typedef struct okpu_format okpu_format;
@@ -59,7 +63,7 @@ struct okpu_model {
     /* run state */
     int ran_layers;  /* layers executed by the last run; 0 = never ran */
     int partial;     /* last run stopped early: output 0 is layers[ran_layers-1].out */
-    uint8_t *scratch; /* dense copy of a KPU-RAM output */
+    uint8_t *scratch; /* dense copy of a KPU-RAM output after a partial run: sized at load for the largest */
     size_t scratch_size;
 
     uint8_t *kpu_row_map; /* OKPU_KPU_RAM_ROWS / 8 bytes: rows any layer touches (accounting) */
@@ -71,14 +75,20 @@ struct okpu_model {
 struct okpu_format {
     const char *name;
     int version;
-    /* Validate everything against the file and the memory it will touch; fill layers (allocate via
-     * okpu_model_alloc_layers), inputs, outputs, main_mem_size, per-layer info and kpu rows. */
-    int (*parse)(okpu_model *m, okpu_error *err);
-    /* Run one layer. Inputs are already in place. */
+    /* Validate the header against the file; set main_mem_size (and anything else decode needs from it). */
+    int (*read_header)(okpu_model *m, okpu_error *err);
+    /* With the main buffer and the KPU backend in place: validate every layer against the file and the memory it
+     * will touch and turn it into a step (okpu_model_alloc_layers, okpu_model_add_step) with every pointer
+     * resolved; fill inputs, outputs, per-layer info and KPU rows. */
+    int (*decode)(okpu_model *m, okpu_error *err);
+    /* TRANSITIONAL: a reader not yet converted runs its layers itself (decode = okpu_legacy_decode) */
     int (*run_layer)(okpu_model *m, int index, okpu_error *err);
-    /* Release layer->state (may be NULL). */
     void (*free_layer)(okpu_model *m, okpu_layer *layer);
 };
+
+/* TRANSITIONAL: gives every layer a LEGACY step that calls the format's run_layer. */
+int okpu_legacy_decode(okpu_model *m, okpu_error *err);
+
 
 extern const okpu_format okpu_format_v3;
 extern const okpu_format okpu_format_v4;
@@ -87,8 +97,9 @@ extern const okpu_format okpu_format_v4;
 const okpu_format *okpu_find_format(int version);
 
 /* Bound on per-layer memory: layer_count x (sizeof(okpu_layer) + OKPU_LAYER_STATE_MAX) may not exceed
- * OKPU_LAYER_RECORD_RATIO x the file size + OKPU_LAYER_RECORD_SLACK (okpu_model_alloc_layers). The v3 reader's
- * records of non-KPU layers stay under OKPU_LAYER_STATE_MAX; the v4 reader keeps none. */
+ * OKPU_LAYER_RECORD_RATIO x the file size + OKPU_LAYER_RECORD_SLACK (okpu_model_alloc_layers). Every step's
+ * arguments but a KPU convolution's (whose file body is larger) stay under OKPU_LAYER_STATE_MAX (okpu_model_add_step
+ * refuses more); a variable tail must be paid for by at least as many bytes of the layer's body. */
 #define OKPU_LAYER_STATE_MAX 160u
 #define OKPU_LAYER_RECORD_RATIO 4u
 #define OKPU_LAYER_RECORD_SLACK (256u * 1024u)
@@ -96,6 +107,11 @@ const okpu_format *okpu_find_format(int version);
 /* Helpers for the format readers. */
 int okpu_model_alloc_layers(okpu_model *m, int count, okpu_error *err);
 void *okpu_model_alloc(okpu_model *m, size_t size); /* zeroed, via the model's allocator */
+/* Give layer `layer` its step: zeroed arguments of the kind's size plus `tail` bytes (a variable part the caller
+ * bounded by the body it reads it from). Returns the arguments, or NULL with err set. */
+void *okpu_model_add_step(okpu_model *m, int layer, okpu_step_kind kind, size_t tail, okpu_error *err);
+/* Main-buffer pointer of a validated offset. */
+#define OKPU_MAIN(m, off) ((m)->main_mem + (off))
 void okpu_model_free_mem(okpu_model *m, void *ptr, size_t size);
 
 /* OKPU_ERR_NO_MEM when main_mem_size exceeds the K210's whole SRAM (the size sits at header byte 20 in v3 and v4). */

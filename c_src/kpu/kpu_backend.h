@@ -23,6 +23,10 @@ struct kpu_backend {
     const char *name;
     uint8_t *ram; /* the 2 MiB KPU RAM as the CPU sees it */
     int (*run_layer)(kpu_backend *self, const kpu_layer_job *job, okpu_error *err);
+    /* Called at load for every layer the model will run (NULL: nothing to prepare): a backend that needs working
+     * memory for a layer takes it here, so that running cannot fail for lack of memory. */
+    int (*prepare)(kpu_backend *self, const kpu_layer_job *job, okpu_error *err);
+    size_t scratch_bytes; /* working memory the backend holds (prepare), for the memory report */
     void (*destroy)(kpu_backend *self);
 };
 

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The execution plan: what a model's forward pass runs, decoded once at load.
+ *
+ * A format front-end (kmodel/kmodel_v3.c, kmodel/kmodel_v4.c) reads and validates its file once and turns every
+ * layer into one step: a step kind (which kernel) and that kernel's typed arguments, with every pointer resolved
+ * (main buffer, KPU RAM, weights in the file) and every size computed. One runner (okpu_model_run in model.c) then
+ * calls the steps in order; nothing is parsed, checked or allocated while running.
+ *
+ * Every step kind is listed once, in the steps_*.def files (OKPU_STEP(ID, name, argument type, run function)); the
+ * enum, the names, the argument sizes and the dispatch table all come from them. Kernels shared between formats
+ * (the KPU convolution, uploads) take what differs between versions as explicit fields of their arguments (batches,
+ * weight width, rounding mode), never by asking which format they run for.
+ *
+ * Adding a format = a front-end that fills steps; adding an op = a .def line, an argument struct, a run function. */
+#ifndef OKPU_PLAN_PLAN_H
+#define OKPU_PLAN_PLAN_H
+
+#include <stddef.h>
+
+#include "../kpu/kpu_backend.h"
+#include "../okpu.h"
+
+/* What a step sees while it runs: the KPU backend and where it is in the model (for messages). */
+typedef struct okpu_run_ctx {
+    kpu_backend *kpu;
+    int layer;
+    long body_offset;
+} okpu_run_ctx;
+
+typedef int (*okpu_step_fn)(const okpu_run_ctx *ctx, const void *args, okpu_error *err);
+
+#include "steps_cpu.h"
+#include "steps_kpu.h"
+#include "steps_neutral.h"
+
+typedef enum okpu_step_kind {
+#define OKPU_STEP(id, name, type, fn) OKPU_STEP_##id,
+#include "steps_kpu.def"
+#include "steps_cpu.def"
+#include "steps_neutral.def"
+#undef OKPU_STEP
+    OKPU_STEP_COUNT
+} okpu_step_kind;
+
+/* One row of the step table. */
+typedef struct okpu_step_desc {
+    const char *name;
+    size_t args_size; /* sizeof the argument struct (a step may allocate a variable tail after it) */
+    okpu_step_fn run;
+} okpu_step_desc;
+
+extern const okpu_step_desc okpu_step_table[OKPU_STEP_COUNT];
+
+/* One layer's step. `args` is okpu_step_table[kind].args_size bytes (plus any tail: args_bytes in all), owned by the
+ * model and freed with it. */
+typedef struct okpu_step {
+    okpu_step_kind kind;
+    uint32_t args_bytes;
+    void *args;
+} okpu_step;
+
+/* Name of a step kind ("kpu_conv", ...), "?" outside the table. */
+const char *okpu_step_name(okpu_step_kind kind);
+
+#endif

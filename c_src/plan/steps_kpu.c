@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The KPU steps: convolutions on the backend, and the CPU's moves into and out of KPU RAM. */
+#include <string.h>
+
+#include "../kernels/kernels.h"
+#include "../kpu/kpu_layout.h"
+#include "plan.h"
+
+int okpu_step_kpu_conv(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_kpu_conv_args *a = (const okpu_kpu_conv_args *)args;
+    uint8_t raw[KPU_ARGS_BYTES];
+    uint32_t b;
+    memcpy(raw, a->job.raw_args, KPU_ARGS_BYTES);
+    for (b = 0; b < a->batches; b++) {
+        kpu_layer_job job = a->job;
+        uint32_t src = a->job.args.image_src_addr + b * a->in_rows;
+        uint32_t dst = a->job.args.image_dst_addr + b * a->out_rows;
+        int rc;
+        /* word 1: [14:0] image_src_addr, [46:32] image_dst_addr; the load checked every batch's rows */
+        raw[8] = (uint8_t)src;
+        raw[9] = (uint8_t)((raw[9] & 0x80u) | ((src >> 8) & 0x7Fu));
+        raw[12] = (uint8_t)dst;
+        raw[13] = (uint8_t)((raw[13] & 0x80u) | ((dst >> 8) & 0x7Fu));
+        job.raw_args = raw;
+        job.args.image_src_addr = src;
+        job.args.image_dst_addr = dst;
+        job.main_out = a->main_out ? a->main_out + (size_t)b * a->main_out_stride : NULL;
+        rc = ctx->kpu->run_layer(ctx->kpu, &job, err);
+        if (rc != OKPU_OK)
+            return rc;
+    }
+    return OKPU_OK;
+}
+
+int okpu_step_kpu_upload(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_kpu_upload_args *a = (const okpu_kpu_upload_args *)args;
+    size_t map = (size_t)a->w * a->h * a->c;
+    uint32_t b;
+    (void)ctx, (void)err;
+    for (b = 0; b < a->batches; b++)
+        kpu_layout_upload(a->kpu_ram, a->row + b * a->rows_per_batch, a->src + b * map, a->w, a->h, a->c);
+    return OKPU_OK;
+}
+
+int okpu_step_kpu_add_padding(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_kpu_padding_args *a = (const okpu_kpu_padding_args *)args;
+    (void)ctx, (void)err;
+    okpu_k_add_padding(a->in, a->out, a->channels);
+    return OKPU_OK;
+}
+
+int okpu_step_kpu_remove_padding(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_kpu_padding_args *a = (const okpu_kpu_padding_args *)args;
+    (void)ctx, (void)err;
+    okpu_k_remove_padding(a->in, a->out, a->channels);
+    return OKPU_OK;
+}

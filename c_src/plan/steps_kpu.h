@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Arguments of the KPU steps (steps_kpu.def). Included by plan.h. */
+#ifndef OKPU_PLAN_STEPS_KPU_H
+#define OKPU_PLAN_STEPS_KPU_H
+
+#include "../kpu/kpu_args.h"
+#include "../kpu/kpu_backend.h"
+
+/* A KPU convolution, run `batches` times (v3: 1). Batch b reads KPU rows image_src_addr + b * in_rows and writes
+ * image_dst_addr + b * out_rows (nncase v0.2 advances both per batch); with main_out it also writes its dense output
+ * to main_out + b * main_out_stride. `job` holds the layer's first batch (raw words in the file, decoded fields,
+ * tables, weight width). */
+typedef struct okpu_kpu_conv_args {
+    kpu_layer_job job;
+    uint32_t batches;
+    uint32_t in_rows, out_rows;
+    uint8_t *main_out; /* NULL: the output stays in KPU RAM */
+    size_t main_out_stride;
+} okpu_kpu_conv_args;
+
+/* A planar u8 C x H x W map copied into KPU RAM at `row` in KPU layout, `batches` maps of rows_per_batch rows. */
+typedef struct okpu_kpu_upload_args {
+    const uint8_t *src;
+    uint8_t *kpu_ram; /* the backend's KPU RAM */
+    uint32_t row, rows_per_batch, batches;
+    uint32_t w, h, c;
+} okpu_kpu_upload_args;
+
+/* K210_ADD_PADDING (main -> KPU RAM as 4x4 maps) / K210_REMOVE_PADDING (main -> main). */
+typedef struct okpu_kpu_padding_args {
+    const uint8_t *in;
+    uint8_t *out;
+    uint32_t channels;
+} okpu_kpu_padding_args;
+
+struct okpu_run_ctx;
+/* TRANSITIONAL */
+typedef struct okpu_legacy_args {
+    struct okpu_model *m;
+    int index;
+} okpu_legacy_args;
+int okpu_step_legacy(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_kpu_conv(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_kpu_upload(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_kpu_add_padding(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_kpu_remove_padding(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+
+#endif
