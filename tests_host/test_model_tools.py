@@ -136,7 +136,8 @@ def test_inspect_v3_kpu_model_json(tmp_path, capsys):
     # the KPU convolves at input resolution: W*H*k*k*Cin*Cout, depthwise W*H*k*k*C
     assert conv["macs"] == 16 * 8 * 9 * 3 * 8 and dw["macs"] == 8 * 4 * 9 * 8
     assert deq["type_name"] == "DEQUANTIZE" and deq["kpu"] is None and deq["macs"] == 0
-    assert deq["output"] == {"dtype": "float32", "shape_nchw": [1, 1, 1, 256]}
+    # a dequantize of the KPU output keeps its 8x4x8 map (issue 13); the header's output stays a flat vector
+    assert deq["output"] == {"dtype": "float32", "shape_nchw": [1, 8, 4, 8]}
     totals = info["totals"]
     assert totals["layers"] == 3 and totals["kpu_layers"] == 2 and totals["cpu_layers"] == 1
     assert totals["by_type"] == {"K210_CONV": 2, "DEQUANTIZE": 1}
@@ -162,7 +163,7 @@ def test_inspect_v3_kpu_model_text(tmp_path, capsys):
     assert re.search(r"K210_CONV\s+%d\s+27.65 k\s+conv3x3 in 16x8x3 -> out 8x4x8, pool 1 \(max 2x2 stride 2\)"
                      % bodies[0], layer_lines[0])
     assert re.search(r"K210_CONV\s+%d\s+2.30 k\s+dw3x3 in 8x4x8 -> out 8x4x8 \[work [^]]+\]$" % bodies[1], layer_lines[1])
-    assert re.search(r"DEQUANTIZE\s+%d\s+-\s+CPU, out float32 \[1, 1, 1, 256\]" % bodies[2], layer_lines[2])
+    assert re.search(r"DEQUANTIZE\s+%d\s+-\s+CPU, out float32 \[1, 8, 4, 8\]" % bodies[2], layer_lines[2])
     assert "K210_CONV 2, DEQUANTIZE 1" in out and "KPU MACs per forward: 29952" in out
     for key in ("model_bytes", "model_alloc", "main_mem", "context_bytes", "sram_total"):
         assert "%d B" % mem[key] in out, key

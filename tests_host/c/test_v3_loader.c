@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kmodel/model.h"
 #include "okpu.h"
 #include "ctest.h"
 
@@ -253,6 +254,12 @@ static void test_layer_errors(void)
     c = b;
     set_u32(&c, 44, 9999); /* layer 1 type */
     expect_fail("unknown type", c.d, n, OKPU_ERR_KMODEL_FORMAT, "layer 1");
+    expect_fail("unknown type: the known ids", c.d, n, OKPU_ERR_KMODEL_FORMAT,
+                "unknown layer type 9999 in the layer table at byte 44; v3 types are 1-25 and 10240-10243 —");
+    set_u32(&c, 44, 26);
+    expect_fail("type 26", c.d, n, OKPU_ERR_KMODEL_FORMAT, "unknown layer type 26");
+    set_u32(&c, 44, 10244);
+    expect_fail("type 10244", c.d, n, OKPU_ERR_KMODEL_FORMAT, "unknown layer type 10244");
     c = b;
     set_u32(&c, 36, 15); /* layer 0 = SOFTMAX: not a valid first layer */
     set_u32(&c, 40, 16 + 76);
@@ -450,6 +457,126 @@ static void test_kernels(void)
     (void)fout;
 }
 
+static int shape_is(const okpu_tensor *t, okpu_dtype dt, uint32_t c, uint32_t h, uint32_t w)
+{
+    return t->dtype == dt && t->n == 1 && t->c == c && t->h == h && t->w == w &&
+           t->bytes == c * h * w * (dt == OKPU_DTYPE_F32 ? 4u : 1u);
+}
+
+/* Issue 13: what a CPU layer writes keeps the w x h x c its body carries (a max-pool's output was a flat 1 x 1 x 8
+ * vector). Model 3: FC 3 -> 24 (the bias, as a 4x3x2 planar map) -> MAX_POOL2D 2x2/2 -> 2x2x2 -> QUANTIZE (the pool's
+ * shape) -> QUANTIZED_RESIZE 3x1 -> QUANTIZED_GLOBAL_AVERAGE_POOL2D (2 channels) -> DEQUANTIZE, and a
+ * QUANTIZED_TENSORFLOW_FLATTEN of the quantized map (a flat NHWC vector). */
+static void test_cpu_output_shapes(void)
+{
+    buf b;
+    okpu_error err;
+    okpu_model *m;
+    okpu_tensor t;
+    okpu_layer_info li;
+    const uint8_t *d;
+    size_t hdr;
+    uint32_t i;
+    float w0[24 * IN1], b0[24];
+    static const float pooled[8] = {5, 7, 9, 11, 17, 19, 21, 23};
+    memset(w0, 0, sizeof w0);
+    for (i = 0; i < 24; i++)
+        b0[i] = (float)i;
+    /* main: in 0..12, fc 16..112, pool 112..144, q 144..152, resize 152..158, gpool 160..162, deq 164..172,
+     * flatten 176..184 */
+    memset(&b, 0, sizeof b);
+    put_u32(&b, 3), put_u32(&b, 1), put_u32(&b, 0), put_u32(&b, 7), put_u32(&b, 32768), put_u32(&b, 184);
+    put_u32(&b, 1);
+    put_u32(&b, 164), put_u32(&b, 8);
+    hdr = b.n;
+    for (i = 0; i < 7; i++)
+        put_u32(&b, 0), put_u32(&b, 0);
+    {
+        BEGIN(0, 18);
+        build_fc_body(&b, 0, 16, IN1, 24, 0, w0, b0);
+        END(0);
+    }
+    {
+        BEGIN(1, 7); /* in 4x3x2, out 2x2x2, kernel 2x2, stride 2x2, no padding, linear */
+        put_u32(&b, 0), put_u32(&b, 16), put_u32(&b, 112), put_u32(&b, 4), put_u32(&b, 3), put_u32(&b, 2);
+        put_u32(&b, 2), put_u32(&b, 2), put_u32(&b, 2), put_u32(&b, 2), put_u32(&b, 2), put_u32(&b, 2),
+            put_u32(&b, 2);
+        put_u32(&b, 0), put_u32(&b, 0), put_u32(&b, 0);
+        END(1);
+    }
+    {
+        BEGIN(2, 11);
+        put_u32(&b, 0), put_u32(&b, 112), put_u32(&b, 144), put_u32(&b, 8), put_f32(&b, 1.0f), put_f32(&b, 0.0f);
+        END(2);
+    }
+    {
+        BEGIN(3, 23); /* 2x2x2 -> 3x1x2 */
+        put_u32(&b, 0), put_u32(&b, 144), put_u32(&b, 152), put_u32(&b, 2), put_u32(&b, 2), put_u32(&b, 2);
+        put_u32(&b, 3), put_u32(&b, 1), put_u32(&b, 0);
+        END(3);
+    }
+    {
+        BEGIN(4, 6); /* 2 channels of 3 */
+        put_u32(&b, 0), put_u32(&b, 152), put_u32(&b, 160), put_u32(&b, 3), put_u32(&b, 2);
+        END(4);
+    }
+    {
+        BEGIN(5, 12);
+        put_u32(&b, 0), put_u32(&b, 160), put_u32(&b, 164), put_u32(&b, 2), put_f32(&b, 1.0f), put_f32(&b, 0.0f);
+        END(5);
+    }
+    {
+        BEGIN(6, 21); /* the quantized 2x2x2 map at 144, flattened */
+        put_u32(&b, 0), put_u32(&b, 144), put_u32(&b, 176), put_u32(&b, 2), put_u32(&b, 2), put_u32(&b, 2);
+        END(6);
+    }
+    m = okpu_model_load(b.d, b.n, NULL, &err);
+    CHECK(m != NULL, "shapes model load: %s", err.message);
+    if (!m)
+        return;
+    /* the plan: one typed step per layer, none through the transitional LEGACY step */
+    {
+        static const okpu_step_kind kinds[7] = {OKPU_STEP_FC_F32,      OKPU_STEP_MAX_POOL_F32,  OKPU_STEP_QUANTIZE,
+                                                OKPU_STEP_RESIZE_NEAREST, OKPU_STEP_GLOBAL_AVG_U8,
+                                                OKPU_STEP_DEQUANTIZE,  OKPU_STEP_FLATTEN};
+        for (i = 0; i < 7; i++)
+            CHECK(m->layers[i].step.kind == kinds[i] && m->layers[i].step.args != NULL,
+                  "layer %u runs as %s", i, okpu_step_name(m->layers[i].step.kind));
+    }
+    CHECK(okpu_model_layer_info(m, 1, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_F32, 2, 2, 2),
+          "MAX_POOL2D output %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    CHECK(okpu_model_layer_info(m, 2, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_U8, 2, 2, 2),
+          "QUANTIZE after the pool keeps 2x2x2: %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    CHECK(okpu_model_layer_info(m, 3, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_U8, 2, 1, 3),
+          "QUANTIZED_RESIZE output 3x1x2: %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    CHECK(okpu_model_layer_info(m, 4, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_U8, 2, 1, 1),
+          "global pool output 1x1x2: %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    CHECK(okpu_model_layer_info(m, 5, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_F32, 2, 1, 1),
+          "DEQUANTIZE after the global pool 1x1x2: %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    CHECK(okpu_model_layer_info(m, 6, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_U8, 1, 1, 8),
+          "flatten output is a flat vector: %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    CHECK(okpu_model_layer_info(m, 0, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_F32, 1, 1, 24),
+          "FC output flat: %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    /* a run stopped after the pool: its map with its shape and values */
+    CHECK(okpu_model_set_input(m, 0, X1, sizeof X1, &err) == OKPU_OK, "set: %s", err.message);
+    CHECK(okpu_model_run(m, 2, &err) == OKPU_OK, "run 2: %s", err.message);
+    CHECK(okpu_model_output(m, 0, &t, &d, &err) == OKPU_OK && shape_is(&t, OKPU_DTYPE_F32, 2, 2, 2) && t.layer == 1,
+          "fmap after MAX_POOL2D: %ux%ux%u, layer %d", t.w, t.h, t.c, t.layer);
+    for (i = 0; i < 8; i++)
+        CHECK(rd_f32(d + 4 * i) == pooled[i], "pooled %u = %g, expected %g", i, rd_f32(d + 4 * i), pooled[i]);
+    CHECK(okpu_model_run(m, 4, &err) == OKPU_OK && okpu_model_output(m, 0, &t, &d, &err) == OKPU_OK &&
+              shape_is(&t, OKPU_DTYPE_U8, 2, 1, 3),
+          "fmap after QUANTIZED_RESIZE: %ux%ux%u", t.w, t.h, t.c);
+    CHECK(d[0] == 5 && d[1] == 5 && d[2] == 7 && d[3] == 17 && d[4] == 17 && d[5] == 19, "resized %u %u %u %u %u %u",
+          d[0], d[1], d[2], d[3], d[4], d[5]);
+    /* the header's outputs are unchanged: a flat vector of their bytes */
+    CHECK(okpu_model_run(m, 0, &err) == OKPU_OK && okpu_model_output(m, 0, &t, &d, &err) == OKPU_OK &&
+              shape_is(&t, OKPU_DTYPE_F32, 1, 1, 2),
+          "model output %ux%ux%u", t.w, t.h, t.c);
+    CHECK(rd_f32(d) == 5.0f && rd_f32(d + 4) == 17.0f, "truncated global averages %g %g", rd_f32(d), rd_f32(d + 4));
+    okpu_model_free(m);
+}
+
 int main(void)
 {
     test_fc_exact();
@@ -457,6 +584,7 @@ int main(void)
     test_headers();
     test_layer_errors();
     test_cpu_chain();
+    test_cpu_output_shapes();
     test_kernels();
     return ctest_summary();
 }
