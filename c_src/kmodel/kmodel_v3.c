@@ -989,3 +989,8 @@ const okpu_format okpu_format_v3 = {.name = "kmodel v3 (nncase v0.1 / Maix-EMC)"
                                     .version = 3,
                                     .read_header = v3_read_header,
                                     .decode = v3_decode};
+
+/* The per-layer record bound of okpu_model_alloc_layers assumes every CPU step's arguments stay small. */
+#define OKPU_STEP(id, name, type, fn) typedef char v3_step_##id##_fits[sizeof(type) <= OKPU_LAYER_STATE_MAX ? 1 : -1];
+#include "../plan/steps_cpu.def"
+#undef OKPU_STEP
