@@ -6,7 +6,7 @@ PYTHON   := $(VENV)/bin/python
 CC       ?= cc
 CSTD     := -std=c99 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CORE_SRC := $(sort $(wildcard c_src/*/*.c))
-CORE_HDR := $(sort $(wildcard c_src/*.h c_src/*/*.h))
+CORE_HDR := $(sort $(wildcard c_src/*.h c_src/*/*.h c_src/*/*.def))
 BUILD    := build
 
 RV_CC    := riscv64-unknown-elf-gcc

@@ -44,7 +44,8 @@ class BuildExt(build_ext):
                 output_dir=self.build_temp,
                 include_dirs=["c_src"],
                 extra_postargs=CORE_FLAGS,
-                depends=sorted(glob.glob(os.path.join("c_src", "*.h")) + glob.glob(os.path.join("c_src", "*", "*.h"))),
+                depends=sorted(glob.glob(os.path.join("c_src", "*.h")) + glob.glob(os.path.join("c_src", "*", "*.h"))
+                               + glob.glob(os.path.join("c_src", "*", "*.def"))),
             )
             ext.extra_objects = list(ext.extra_objects or []) + objects
         build_ext.build_extension(self, ext)
