@@ -150,9 +150,8 @@ typedef struct okpu_memory_info {
     size_t model_bytes;     /* size of the model file */
     size_t model_alloc;     /* model_bytes + OKPU_MODEL_ALIGN_SLACK, as MaixPy allocates it */
     size_t main_mem;        /* CPU main buffer (v3 main_mem_usage, v4 main_mem) */
-    size_t context_bytes;   /* the runtime's own bookkeeping for this model: layers, the plan's steps, the partial-run
-                             * copy of a KPU output, the KPU row map; everything a forward pass uses is allocated at
-                             * load and counted here */
+    size_t context_bytes;   /* the runtime's own bookkeeping for this model: layers, the plan's steps, the KPU row
+                             * map (and a reserved partial-run copy); all a forward pass uses is allocated at load */
     size_t sram_total;      /* model_alloc + main_mem + context_bytes: bytes taken from the 6 MiB */
     size_t backend_scratch; /* working memory the KPU backend took at load for this model's layers (the emulator's
                              * conv buffers; 0 on the K210's own KPU, which needs none); not part of sram_total */
@@ -181,8 +180,12 @@ int okpu_model_input(const okpu_model *model, int index, okpu_tensor *out);
 int okpu_model_set_input(okpu_model *model, int index, const void *data, size_t size, okpu_error *err);
 
 /* Run layers [0, n_layers) (n_layers <= 0 or > count: all). After a partial run, output 0 is the last layer's
- * output and the other outputs are unavailable. */
+ * output and the other outputs are unavailable. Everything a full run needs was allocated at load: it cannot fail
+ * for lack of memory. A partial run whose last layer writes KPU RAM needs a copy of that output: reserve it first
+ * with okpu_model_reserve_partial (MaixPy's set_layers does), or run reserves it and may fail with ERR_NO_MEM. */
 int okpu_model_run(okpu_model *model, int n_layers, okpu_error *err);
+/* Take the memory a run of the first n_layers needs beyond a full run (counted in context_bytes). */
+int okpu_model_reserve_partial(okpu_model *model, int n_layers, okpu_error *err);
 
 int okpu_model_output_count(const okpu_model *model);
 /* Describe output `index` as the model declares it, without running (OKPU_ERR_IDX_OUTRANGE for a bad index). */

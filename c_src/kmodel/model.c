@@ -265,32 +265,28 @@ static uint32_t count_rows(const uint8_t *map, uint32_t *lo, uint32_t *hi)
     return n;
 }
 
-/* A partial run (set_layers) copies a layer's KPU-RAM output out densely: size that copy at load for the largest
- * such output, and let the backend take what each KPU layer needs, so that running never allocates. */
-static int plan_run_memory(okpu_model *m, okpu_error *err)
+/* Let the backend take, at load, what each KPU layer needs, so that running never allocates. */
+static int prepare_backend(okpu_model *m, okpu_error *err)
 {
-    size_t largest = 0;
     int i, rc;
+    if (!m->kpu->prepare)
+        return OKPU_OK;
     for (i = 0; i < m->layer_count; i++) {
         const okpu_layer *L = &m->layers[i];
-        if (L->out.mem == OKPU_MEM_KPU && L->out.t.bytes > largest)
-            largest = L->out.t.bytes;
-        if (L->step.kind == OKPU_STEP_KPU_CONV && m->kpu->prepare) {
-            rc = m->kpu->prepare(m->kpu, &((const okpu_kpu_conv_args *)L->step.args)->job, err);
-            if (rc != OKPU_OK)
-                return rc;
-        }
+        if (L->step.kind != OKPU_STEP_KPU_CONV)
+            continue;
+        rc = m->kpu->prepare(m->kpu, &((const okpu_kpu_conv_args *)L->step.args)->job, err);
+        if (rc != OKPU_OK)
+            return rc;
     }
-    if (largest == 0)
-        return OKPU_OK;
-    m->scratch = (uint8_t *)okpu_model_alloc(m, largest);
-    if (!m->scratch)
-        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1,
-                         "out of memory allocating %lu bytes to copy a KPU feature map out after a partial run; free "
-                         "other models or use a smaller model",
-                         (unsigned long)largest);
-    m->scratch_size = largest;
     return OKPU_OK;
+}
+
+static void account_memory(okpu_model *m)
+{
+    m->mem.context_bytes = sizeof *m + m->ctx_alloc_bytes;
+    m->mem.sram_total = m->mem.model_alloc + m->mem.main_mem + m->mem.context_bytes;
+    m->mem.backend_scratch = m->kpu ? m->kpu->scratch_bytes : 0;
 }
 
 okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options *opts, okpu_error *err)
@@ -363,7 +359,7 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
     if (rc == OKPU_OK)
         rc = check_work_budget(m, err);
     if (rc == OKPU_OK)
-        rc = plan_run_memory(m, err);
+        rc = prepare_backend(m, err);
     if (rc != OKPU_OK)
         goto fail;
 
@@ -371,9 +367,7 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
     m->mem.model_bytes = size;
     m->mem.model_alloc = size + OKPU_MODEL_ALIGN_SLACK;
     m->mem.main_mem = m->main_mem_size;
-    m->mem.context_bytes = sizeof *m + m->ctx_alloc_bytes;
-    m->mem.sram_total = m->mem.model_alloc + m->mem.main_mem + m->mem.context_bytes;
-    m->mem.backend_scratch = m->kpu->scratch_bytes;
+    account_memory(m);
     m->mem.kpu_rows_used = count_rows(m->kpu_row_map, &m->mem.kpu_row_lo, &m->mem.kpu_row_hi);
     m->mem.kpu_macs = 0;
     for (i = 0; i < m->layer_count; i++)
@@ -475,6 +469,33 @@ int okpu_model_set_input(okpu_model *m, int index, const void *data, size_t size
 
 /* ---- running ---- */
 
+/* A run stopped after layer n-1 leaves its output where that layer wrote it; in KPU RAM it is copied out densely so
+ * that okpu_model_output can point at it. That copy is the only memory a partial run needs beyond a full one; it is
+ * taken here, before the run (bindings call this from set_layers), never during it. */
+int okpu_model_reserve_partial(okpu_model *m, int n_layers, okpu_error *err)
+{
+    const okpu_place *p;
+    uint8_t *copy;
+    if (!m)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
+    if (n_layers <= 0 || n_layers >= m->layer_count)
+        return OKPU_OK; /* a full run */
+    p = &m->layers[n_layers - 1].out;
+    if (p->mem != OKPU_MEM_KPU || p->t.bytes <= m->scratch_size)
+        return OKPU_OK;
+    copy = (uint8_t *)okpu_model_alloc(m, p->t.bytes);
+    if (!copy)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, n_layers - 1, (long)m->layers[n_layers - 1].body_offset,
+                         "out of memory allocating %lu bytes to copy layer %d's output (%s, in KPU RAM) out after a "
+                         "run stopped there; free other models or stop at another layer",
+                         (unsigned long)p->t.bytes, n_layers - 1, layer_name(m, n_layers - 1));
+    okpu_model_free_mem(m, m->scratch, m->scratch_size);
+    m->scratch = copy;
+    m->scratch_size = p->t.bytes;
+    account_memory(m);
+    return OKPU_OK;
+}
+
 /* The one runner: every format's plan runs here, step by step. */
 int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
 {
@@ -487,6 +508,9 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
         n_layers = m->layer_count;
     m->ran_layers = 0;
     m->partial = 0;
+    rc = okpu_model_reserve_partial(m, n_layers, err); /* nothing to do when the caller reserved it already */
+    if (rc != OKPU_OK)
+        return rc;
     ctx.kpu = m->kpu;
     for (i = 0; i < n_layers; i++) {
         const okpu_step *s = &m->layers[i].step;
@@ -502,7 +526,7 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
     }
     if (n_layers < m->layer_count) {
         const okpu_place *p = &m->layers[n_layers - 1].out;
-        if (p->mem == OKPU_MEM_KPU) /* scratch was sized at load for the largest such output */
+        if (p->mem == OKPU_MEM_KPU)
             kpu_layout_download(m->kpu->ram, p->offset, m->scratch, p->t.w, p->t.h, p->t.c);
         m->partial = 1;
     }

@@ -63,7 +63,7 @@ struct okpu_model {
     /* run state */
     int ran_layers;  /* layers executed by the last run; 0 = never ran */
     int partial;     /* last run stopped early: output 0 is layers[ran_layers-1].out */
-    uint8_t *scratch; /* dense copy of a KPU-RAM output after a partial run: sized at load for the largest */
+    uint8_t *scratch; /* dense copy of a KPU-RAM output after a partial run (okpu_model_reserve_partial) */
     size_t scratch_size;
 
     uint8_t *kpu_row_map; /* OKPU_KPU_RAM_ROWS / 8 bytes: rows any layer touches (accounting) */
