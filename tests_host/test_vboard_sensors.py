@@ -88,7 +88,8 @@ def _script(steps, quality):
                   "sensor.set_hmirror(%s)" % hm, "sensor.set_vflip(%s)" % vf]
         if win:
             lines.append("sensor.set_windowing(%r)" % (win,))
-        lines += ["img = sensor.snapshot()", "b = img.planes()", "print('F', %d, img.width(), img.height(), len(b))" % i,
+        lines += ["img = sensor.snapshot()", "b = img.planes()",
+                  "print('F', %d, img.width(), img.height(), len(b))" % i,
                   "for i in range(0, len(b), 4096):", "    print('H', b[i:i + 4096].hex())", "print('E', %d)" % i]
     return "\n".join(lines) + "\n"
 

@@ -102,7 +102,8 @@ def set_framesize(size):
     w, h = _FRAMESIZES[size]
     mw, mh, mode = _MAX_SIZE.get(_st.id, _MAX_SIZE[OV2640])
     if w > mw or h > mh:
-        raise ValueError("sensor.set_framesize: %dx%d is larger than %s on this firmware (%dx%d)" % (w, h, mode, mw, mh))
+        raise ValueError("sensor.set_framesize: %dx%d is larger than %s on this firmware (%dx%d)"
+                         % (w, h, mode, mw, mh))
     _st.framesize = size
     _st.window = None
     _st.dirty = True

@@ -6,9 +6,9 @@
     both: [--frames SRC] [--max-frames N] [--loop] [--sensor ov2640|gc0328|ov5640] [--lcd-out DIR]
           [--max-lcd-frames N]   camera and LCD
 
-The camera (DVP + the --sensor on SCCB, OV2640 by default) takes its frames from --frames (an image, a folder of images, a video or a webcam, as
-`openkpu run --frames`); the LCD (ST7789 on SPI0) writes each screen frame as DIR/lcd_00001.png ... (as
-`openkpu run --lcd-out`). When the frames run out, `run` writes the last LCD frame and exits 0, as the runner does.
+The camera (DVP + the --sensor on SCCB: OV2640 by default, GC0328 or OV5640) takes its frames from --frames (an
+image, a folder of images, a video or a webcam, as `openkpu run --frames`); the LCD (ST7789 on SPI0) writes each
+screen frame as DIR/lcd_00001.png ... (as `openkpu run --lcd-out`). When the frames run out, `run` writes the last LCD frame and exits 0, as the runner does.
 
 IMAGE is a bare firmware.bin (objcopy output), a raw flash dump from address 0, or a .kfpkg. `run` boots, enters
 MicroPython's raw REPL, sends the script, prints what it prints (stdout; the traceback to stderr) and exits 1 when
