@@ -153,10 +153,12 @@ def test_snapshot_is_the_source_picture(firmware, tmp_path, sensor):
 
 @pytest.mark.parametrize("sensor, reg, message", [
     ("gc0328", 0x37, "GC0328 page 0 register 0x37"),
+    ("gc0328", 0x44, "GC0328 output format 0x44 = 0x01"),  # a known register, a value the model does not know
     ("ov5640", 0x6000, "OV5640 register 0x6000"),
 ])
 def test_unknown_register_write_stops_the_board(firmware, tmp_path, sensor, reg, message):
-    """An SCCB write the sensor model does not know stops the board with a message naming the register."""
+    """An SCCB write the sensor model does not know (register or value) stops the board with a message naming
+    the register."""
     r = run_vboard(firmware, "import sensor\nsensor.reset()\nsensor.__write_reg(%d, 1)\n" % reg, tmp_path, None,
                    sensor, timeout=120)
     assert r.returncode == 2, r.stdout + r.stderr
