@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * `_camera`: the DVP and the sensor behind the frozen `sensor` module (firmware/k210/sensor.py).
- *   init(xclk_hz, pins=None) -> sensor id (0x2642 OV2640, 0x5640 OV5640, 0x9d GC0328, 0 none)
- *                               pins: (sda, scl, rst, vsync, pwdn, href, xclk, pclk), default the Maix pads 40..47
+ *   init(xclk_hz, pins=None, set_regs=True) -> sensor id (0x2642 OV2640, 0x5640 OV5640, 0x9d GC0328, 0 none)
+ *                               pins: (sda, scl, rst, vsync, pwdn, href, xclk, pclk), default the Maix pads 40..47;
+ *                               set_regs: write MaixPy's register tables for the sensor (as MaixPy's reset)
  *   configure(gray, fw, fh, wx, wy, ww, wh, hmirror, vflip)
  *   capture(buf, w, h, gray, timeout_ms)   one frame into buf: planes R, G, B (or one Y plane), w*h each
  *   wait_frames(n, timeout_ms)             let the sensor stream n frames without converting them
@@ -41,9 +42,15 @@ static mp_obj_t camera_init(size_t n_args, const mp_obj_t *args) {
     }
     dvp_init(&pins, (uint32_t)mp_obj_get_int(args[0]));
     camera_id = camera_probe();
+    if (camera_id && (n_args < 3 || mp_obj_is_true(args[2]))) {
+        const char *why = camera_reset(camera_id);
+        if (why) {
+            mp_raise_msg_varg(&mp_type_OSError, MP_ERROR_TEXT("sensor: %s"), why);
+        }
+    }
     return mp_obj_new_int(camera_id);
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(camera_init_obj, 1, 2, camera_init);
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(camera_init_obj, 1, 3, camera_init);
 
 static mp_obj_t camera_configure_(size_t n_args, const mp_obj_t *a) {
     camera_config_t c = {
@@ -71,7 +78,7 @@ static mp_obj_t camera_capture(size_t n_args, const mp_obj_t *a) {
         mp_raise_ValueError(MP_ERROR_TEXT("capture: buffer too small"));
     }
     uint8_t *r = bi.buf;
-    if (dvp_capture(w, h, gray ? DVP_CFG_FMT_Y : DVP_CFG_FMT_YUV, r, gray ? r : r + n, gray ? r : r + 2 * n,
+    if (dvp_capture(w, h, camera_dvp_format(camera_id, gray), r, gray ? r : r + n, gray ? r : r + 2 * n,
         (uint32_t)mp_obj_get_int(a[4])) != 0) {
         mp_raise_msg(&mp_type_OSError, MP_ERROR_TEXT("sensor: no frame from the camera (DVP timeout)"));
     }

@@ -6,6 +6,9 @@ set_framesize(QVGA, QQVGA, ...), set_windowing((w, h) | (x, y, w, h)), set_hmirr
 skip_frames(n=None, time=None), width/height, get_id, __read_reg/__write_reg. Camera pins default to the Maix pads
 (IO40 SDA ... IO47 PCLK); `reset(pins=(sda, scl, rst, vsync, pwdn, href, xclk, pclk))` overrides them.
 
+Sensors: OV2640 (Maix Bit/Go), GC0328 (Maix Dock), OV5640, configured with MaixPy's register tables at reset();
+frames up to 800x600 on the OV2640 and 640x480 on the others; no set_windowing on the OV5640 (nor in MaixPy).
+
 snapshot() returns the same Image every time (MaixPy too): one frame buffer, allocated when the size or format
 changes, never per frame. The buffer is planar (R, G, B planes, or one Y plane): the DVP writes it, the KPU reads
 it as it is. skip_frames lets the sensor stream without converting frames.
@@ -43,6 +46,8 @@ GC0328 = 0x9d
 GC2145 = 0x2145
 
 _TIMEOUT_MS = 2000
+_MAX_SIZE = {OV2640: (800, 600, "the OV2640's SVGA mode"), GC0328: (640, 480, "the GC0328's array"),
+             OV5640: (640, 480, "the OV5640's VGA mode")}
 
 
 class _State(object):
@@ -66,7 +71,7 @@ def _need_reset():
 
 
 def reset(freq=24000000, set_regs=True, dual_buff=False, choice=None, pins=None):
-    sid = _camera.init(int(freq), pins)
+    sid = _camera.init(int(freq), pins, bool(set_regs))
     if not sid:
         raise OSError("sensor: no camera answered on SCCB (OV2640 at 0x60, OV5640 at 0x78, GC0328 at 0x42): "
                       "is it plugged in?")
@@ -95,9 +100,10 @@ def set_framesize(size):
     if size not in _FRAMESIZES:
         raise ValueError("sensor.set_framesize: unknown frame size %r" % (size,))
     w, h = _FRAMESIZES[size]
-    if w > 800 or h > 600:
-        raise ValueError("sensor.set_framesize: %dx%d is larger than this firmware's OV2640 mode (SVGA 800x600)"
-                         % (w, h))
+    mw, mh, mode = _MAX_SIZE.get(_st.id, _MAX_SIZE[OV2640])
+    if w > mw or h > mh:
+        raise ValueError("sensor.set_framesize: %dx%d is larger than %s on this firmware (%dx%d)"
+                         % (w, h, mode, mw, mh))
     _st.framesize = size
     _st.window = None
     _st.dirty = True

@@ -87,7 +87,7 @@ class Board(object):
 
     def __init__(self, image, flash=(), image_kind=None, kpu_hang=False, kpu=None, slice_instructions=200000,
                  console=None, frames=None, max_frames=None, loop=False, lcd_out=None, max_lcd_frames=1000,
-                 report=None):
+                 report=None, sensor="ov2640"):
         self.flash = bootrom.build_flash(image, flash, image_kind)
         self.slice = int(slice_instructions)
         self.console = console          # callable(bytes) for guest UART output, or None
@@ -122,9 +122,9 @@ class Board(object):
         self.uarths = Uarths(self)
         self.fpioa = Fpioa(self)
         self.gpiohs = LcdGpiohs(self)
-        # camera (DVP + OV2640 on SCCB) and LCD (ST7789 on SPI0): camera.py, lcd.py
+        # camera (DVP + OV2640, GC0328 or OV5640 on SCCB) and LCD (ST7789 on SPI0): camera.py, lcd.py
         source = FrameSource(frames, max_frames=max_frames, loop=loop) if frames is not None else None
-        self.dvp = Dvp(self, source, report=report)
+        self.dvp = Dvp(self, source, report=report, sensor=sensor)
         self.panel = St7789(lcd_out, max_files=max_lcd_frames)
         self.spi0 = Spi0(self, self.panel)
         self.flash_chip = NorFlash(self.flash)

@@ -3,11 +3,12 @@
 
     openkpu vboard boot IMAGE [--flash FILE@ADDR ...] [--pty] [--kpu-hang]     interactive (Ctrl-] quits)
     openkpu vboard run IMAGE SCRIPT.py [--flash FILE@ADDR ...] [--timeout S]   run a script in the raw REPL
-    both: [--frames SRC] [--max-frames N] [--loop] [--lcd-out DIR] [--max-lcd-frames N]   camera and LCD
+    both: [--frames SRC] [--max-frames N] [--loop] [--sensor ov2640|gc0328|ov5640] [--lcd-out DIR]
+          [--max-lcd-frames N]   camera and LCD
 
-The camera (DVP + OV2640) takes its frames from --frames (an image, a folder of images, a video or a webcam, as
-`openkpu run --frames`); the LCD (ST7789 on SPI0) writes each screen frame as DIR/lcd_00001.png ... (as
-`openkpu run --lcd-out`). When the frames run out, `run` writes the last LCD frame and exits 0, as the runner does.
+The camera (DVP + the --sensor on SCCB: OV2640 by default, GC0328 or OV5640) takes its frames from --frames (an
+image, a folder of images, a video or a webcam, as `openkpu run --frames`); the LCD (ST7789 on SPI0) writes each
+screen frame as DIR/lcd_00001.png ... (as `openkpu run --lcd-out`). When the frames run out, `run` writes the last LCD frame and exits 0, as the runner does.
 
 IMAGE is a bare firmware.bin (objcopy output), a raw flash dump from address 0, or a .kfpkg. `run` boots, enters
 MicroPython's raw REPL, sends the script, prints what it prints (stdout; the traceback to stderr) and exits 1 when
@@ -30,7 +31,7 @@ def _board(args):
     items = [parse_flash_item(f) for f in args.flash or ()]
     return Board(args.image, flash=items, image_kind=args.image_kind, kpu_hang=args.kpu_hang,
                  frames=args.frames, max_frames=args.max_frames, loop=args.loop, lcd_out=args.lcd_out,
-                 max_lcd_frames=args.max_lcd_frames, report=_report)
+                 max_lcd_frames=args.max_lcd_frames, report=_report, sensor=args.sensor)
 
 
 def _report(line):
@@ -50,6 +51,8 @@ def _add_common(p):
     p.add_argument("--frames", metavar="SRC",
                    help="camera frames: an image, a folder of images, a video, or a webcam (0, /dev/video0)")
     p.add_argument("--max-frames", type=int, metavar="N", help="stop after N camera frames")
+    p.add_argument("--sensor", choices=("ov2640", "gc0328", "ov5640"), default="ov2640",
+                   help="the camera on SCCB: ov2640 (Maix Bit/Go, default), gc0328 (Maix Dock) or ov5640")
     p.add_argument("--loop", action="store_true", help="cycle through the frames (with --max-frames)")
     p.add_argument("--lcd-out", metavar="DIR", help="write LCD frames as DIR/lcd_00001.png ...")
     p.add_argument("--max-lcd-frames", type=int, default=1000, metavar="N",
