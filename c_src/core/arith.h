@@ -4,15 +4,18 @@
  * (the SDK's kpu.c, nncase v0.1/v0.2 and its K210 simulator) computes on signed 64-bit values; the helpers give the
  * same results with no undefined behaviour (no signed overflow, no shift of a negative value, no shift by 64 or more).
  *
- * The shift range, OKPU_SHIFT_MAX = 63: a shift count a model may hold is 0..63.
+ * The shift range, OKPU_SHIFT_MAX = 63: a shift count the CPU ops of a model may hold is 0..63.
  * - It is the range every reference defines: they shift int64 values, and C/C++ define `>>` on a 64-bit value only
  *   for counts below 64 (nncase's `(v + (1 << (s-1))) >> s` and the SDK's kpu_carry_shift `v >>= s-1` alike).
- * - The KPU's own shift fields are inside it: shr_x, shr_w and norm_shift are 4 bits (0..15); the activation
- *   segments' shift_number is 8 bits, but no reference defines a result above 63 for it.
- * - nncase's quantized ops store int32 shifts (used as uint8_t), the v3 CPU layers int32 shifts: both mean 0..63.
- * The readers refuse any shift field outside 0..OKPU_SHIFT_MAX. The helpers nevertheless accept every unsigned count
- * and return the exact limit beyond it (floor: 0 or -1; nearest: 0; the SDK carry: its own value at 64), so that a
- * caller cannot reach undefined behaviour and the emulator stays total over the 8-bit activation field.
+ * - nncase's quantized ops store int32 shifts (used as uint8_t) and the v3 CPU layers int32 shifts: the readers
+ *   refuse any such field outside 0..OKPU_SHIFT_MAX.
+ * - The KPU's 4-bit fields (shr_x, shr_w, norm_shift: 0..15) are inside it. Its activation shift_number is an 8-bit
+ *   hardware field that the readers take as stored (real models use <= 22; the bit-exact tests feed 0..255): for it
+ *   the helpers are total, i.e. every unsigned count is defined and exact (beyond 63: floor 0 or -1, nearest 0, the
+ *   SDK carry its value at 64), so no count reaches undefined behaviour anywhere.
+ * Within 0..OKPU_SHIFT_MAX the helpers give bit for bit what the previous copies in kpu_emu.c, round.c and
+ * neutral_kernels.c gave over the shifts each accepted (tests_host/c/test_arith.c), except that round.c rounded a
+ * shift of 63 as if it were 62.
  *
  * Rounding modes (okpu_round_mode), for a shift s >= 1 of v, q = floor(v / 2^s), r = v - q * 2^s (0 <= r < 2^s):
  * - HALF_EVEN: q + 1 when r > 2^(s-1), or r == 2^(s-1) and q is odd (nearest, ties to even);
