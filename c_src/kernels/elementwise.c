@@ -1,4 +1,4 @@
-/* Elementwise CPU layers: add, (de)quantize, requantize, logistic. */
+/* Elementwise CPU layers: add, (de)quantize, requantize, logistic; the float activations of the CPU layers. */
 #include <math.h>
 
 #include "fmath.h"
@@ -65,4 +65,16 @@ void okpu_k_logistic_f32(const uint8_t *in, uint8_t *out, uint32_t count)
     uint32_t i;
     for (i = 0; i < count; i++)
         okpu_wr_f32(out + 4u * i, 1.0f / (1.0f + okpu_expf(-okpu_rd_f32(in + 4u * i))));
+}
+
+float okpu_apply_act(float v, uint32_t act)
+{
+    switch (act) {
+    case OKPU_ACT_RELU:
+        return v < 0.0f ? 0.0f : v;
+    case OKPU_ACT_RELU6:
+        return v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v;
+    default:
+        return v;
+    }
 }

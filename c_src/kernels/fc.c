@@ -30,7 +30,7 @@ void okpu_k_fc_u8(const uint8_t *in, uint8_t *out, const uint8_t *weights, const
         int64_t acc = okpu_rd_i32(bias + 4u * o);
         for (i = 0; i < in_ch; i++)
             acc = okpu_wrap_add(acc, okpu_wrap_mul((int64_t)in[i] + p->input_offset, (int64_t)w[i] + p->weight_offset));
-        acc = okpu_round_shift(okpu_wrap_mul(acc, p->output_mul), shift, mode);
+        acc = okpu_mul_shift(acc, p->output_mul, shift, mode);
         out[o] = okpu_clamp_u8(okpu_wrap_add(acc, p->output_offset));
     }
 }

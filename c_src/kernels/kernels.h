@@ -13,20 +13,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/arith.h"
 #include "../okpu.h"
 
 typedef enum okpu_act { OKPU_ACT_LINEAR = 0, OKPU_ACT_RELU = 1, OKPU_ACT_RELU6 = 2 } okpu_act;
 
-/* ---- rounding / integer helpers (round.c) ---- */
-/* Floor (arithmetic) right shift of a signed value, defined for negatives; shift in 0..63. */
-int64_t okpu_asr64(int64_t v, unsigned shift);
-/* Rounding right shift: SDK_CARRY = kpu_carry_shift of the SDK's kpu.c, HALF_UP = floor((v + 2^(s-1)) / 2^s),
- * HALF_EVEN = nearest, ties to even. shift 0 returns v. */
-int64_t okpu_round_shift(int64_t v, unsigned shift, okpu_round_mode mode);
-/* Wrapping int64 arithmetic (two's complement, no UB on overflow of garbage parameters). */
-int64_t okpu_wrap_add(int64_t a, int64_t b);
-int64_t okpu_wrap_mul(int64_t a, int64_t b);
-uint8_t okpu_clamp_u8(int64_t v);
+/* ---- integer helpers ---- */
+/* Floor and rounding shifts, the quantized multiply-shift, wrapping, the u8 clamp and the one shift range
+ * (OKPU_SHIFT_MAX) are core/arith.h's, shared with the KPU emulator; included above for every kernel. */
+
+/* ---- float activation (elementwise.c) ---- */
 float okpu_apply_act(float v, uint32_t act); /* 0 linear, 1 relu, 2 relu6; other values: linear */
 
 /* ---- float elementwise (elementwise.c) ---- */

@@ -6,59 +6,20 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/arith.h"
 #include "../core/bytes.h"
 
 #define RD(p, i) okpu_rd_f32((p) + (size_t)(i)*4u)
 #define WR(p, i, v) okpu_wr_f32((p) + (size_t)(i)*4u, (v))
 
-/* ---- integer helpers ---- */
-
-static int64_t asr64(int64_t v, unsigned s) /* floor(v / 2^s), defined for negatives */
-{
-    if (s == 0)
-        return v;
-    if (v >= 0)
-        return v >> s;
-    return -(int64_t)((((uint64_t)(-(v + 1))) >> s)) - 1;
-}
-
-static int32_t wrap32(int64_t v)
-{
-    uint32_t u = (uint32_t)(uint64_t)v;
-    return (u <= 0x7FFFFFFFu) ? (int32_t)u : (int32_t)(u - 0x80000000u) - 0x7FFFFFFF - 1;
-}
+/* ---- integer helpers (core/arith.h) ---- */
 
 int32_t v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode)
 {
-    int64_t p = (int64_t)v * (int64_t)mul; /* |p| <= 2^62: no overflow */
-    unsigned s = (unsigned)(uint8_t)shift; /* nncase passes the shift as uint8_t */
-    int64_t r;
-    if (s == 0) {
-        r = p;
-    } else if (s > 62) {
-        r = p < 0 ? -1 : 0; /* not reachable: the reader refuses such shifts */
-    } else if (mode == OKPU_ROUND_SDK_CARRY) {
-        int64_t t = asr64(p, s - 1);
-        if (t & 1)
-            r = (t < 0) ? asr64(t, 1) - 1 : asr64(t, 1) + 1;
-        else
-            r = asr64(t, 1);
-    } else if (mode == OKPU_ROUND_HALF_EVEN) {
-        int64_t fl = asr64(p, s);
-        int64_t frac = p - fl * ((int64_t)1 << s);
-        int64_t half = (int64_t)1 << (s - 1);
-        r = fl;
-        if (frac > half || (frac == half && (fl & 1)))
-            r = fl + 1;
-    } else { /* HALF_UP: beta4 `(v + (1 << (s-1))) >> s` */
-        r = asr64(p + ((int64_t)1 << (s - 1)), s);
-    }
-    return wrap32(r);
-}
-
-static uint8_t clamp_u8_32(int64_t v)
-{
-    return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+    /* nncase passes the shift as uint8_t; a mode nncase has no name for takes its own rounding, half up */
+    if (mode != OKPU_ROUND_SDK_CARRY && mode != OKPU_ROUND_HALF_EVEN)
+        mode = OKPU_ROUND_HALF_UP;
+    return okpu_wrap_i32(okpu_mul_shift(v, mul, (unsigned)(uint8_t)shift, mode));
 }
 
 int64_t v4_windowed_size(int64_t size, int64_t filter, int64_t stride, int64_t dilation, int64_t pad_before,
@@ -134,16 +95,16 @@ void v4k_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t 
 static int32_t bin_i(int op, int32_t a, int32_t b)
 {
     switch (op) {
-    case V4_BIN_ADD: return wrap32((int64_t)a + b);
-    case V4_BIN_SUB: return wrap32((int64_t)a - b);
-    case V4_BIN_MUL: return wrap32((int64_t)a * b);
+    case V4_BIN_ADD: return okpu_wrap_i32((int64_t)a + b);
+    case V4_BIN_SUB: return okpu_wrap_i32((int64_t)a - b);
+    case V4_BIN_MUL: return okpu_wrap_i32((int64_t)a * b);
     case V4_BIN_DIV: {
         /* nncase: (a + b / 2) / b, int32; RISC-V DIV: x / 0 = -1, INT32_MIN / -1 = INT32_MIN */
-        int32_t n = wrap32((int64_t)a + b / 2);
+        int32_t n = okpu_wrap_i32((int64_t)a + b / 2);
         if (b == 0)
             return -1;
         if (b == -1)
-            return wrap32(-(int64_t)n);
+            return okpu_wrap_i32(-(int64_t)n);
         return n / b;
     }
     case V4_BIN_MIN: return (b < a) ? b : a;
@@ -153,10 +114,10 @@ static int32_t bin_i(int op, int32_t a, int32_t b)
 
 static uint8_t qbin1(uint8_t av, uint8_t bv, int op, const v4_qbin_params *p, okpu_round_mode mode)
 {
-    int32_t a = v4_mul_shift(wrap32((int64_t)av + p->a_offset), p->a_mul, p->a_shift, mode);
-    int32_t b = v4_mul_shift(wrap32((int64_t)bv + p->b_offset), p->b_mul, p->b_shift, mode);
+    int32_t a = v4_mul_shift(okpu_wrap_i32((int64_t)av + p->a_offset), p->a_mul, p->a_shift, mode);
+    int32_t b = v4_mul_shift(okpu_wrap_i32((int64_t)bv + p->b_offset), p->b_mul, p->b_shift, mode);
     int32_t o = v4_mul_shift(bin_i(op, a, b), p->out_mul, p->out_shift, mode);
-    return clamp_u8_32((int64_t)o + p->out_offset);
+    return okpu_clamp_u8((int64_t)o + p->out_offset);
 }
 
 void v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
@@ -280,12 +241,12 @@ void v4k_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weight
                                     xv = (int64_t)in[ci + (size_t)y * in_shape[3] + x] + p->input_offset;
                                     wv = (int64_t)weights[wo + ic * ksz + (size_t)ky * w->filter_w + kx] +
                                          p->filter_offset;
-                                    acc += (uint32_t)wrap32(wrap32(xv) * (int64_t)wrap32(wv));
+                                    acc += (uint32_t)okpu_wrap_i32(okpu_wrap_i32(xv) * (int64_t)okpu_wrap_i32(wv));
                                 }
                             }
                         }
-                        r = v4_mul_shift(wrap32((int64_t)acc), p->output_mul, p->output_shift, mode);
-                        out[o++] = clamp_u8_32((int64_t)r + p->output_offset);
+                        r = v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                        out[o++] = okpu_clamp_u8((int64_t)r + p->output_offset);
                     }
             }
 }
@@ -365,11 +326,11 @@ void v4k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_
     uint32_t i, pairs = count / 2u * 2u;
     for (i = 0; i < pairs; i++) {
         float v = fmaf(RD(in, i), scale, z);
-        out[i] = clamp_u8_32(v != v ? 2147483647 : sat_i32f(round_half_even(v)));
+        out[i] = okpu_clamp_u8(v != v ? 2147483647 : sat_i32f(round_half_even(v)));
     }
     if (count % 2u) {
         float v = fmaf(RD(in, count - 1), scale, z);
-        out[count - 1] = clamp_u8_32(v != v ? 2147483647 : sat_i32f(roundf(v)));
+        out[count - 1] = okpu_clamp_u8(v != v ? 2147483647 : sat_i32f(roundf(v)));
     }
 }
 
@@ -398,12 +359,12 @@ void v4k_quantized_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, cons
             uint32_t acc = (uint32_t)okpu_rd_i32(bias + (size_t)c * 4u);
             int32_t v;
             for (i = 0; i < a_cols; i++) {
-                int32_t av = wrap32((int64_t)a[(size_t)r * a_cols + i] + a_offset);
-                int32_t bv = wrap32((int64_t)b[(size_t)i * b_cols + c] + b_offset);
-                acc += (uint32_t)wrap32((int64_t)av * bv);
+                int32_t av = okpu_wrap_i32((int64_t)a[(size_t)r * a_cols + i] + a_offset);
+                int32_t bv = okpu_wrap_i32((int64_t)b[(size_t)i * b_cols + c] + b_offset);
+                acc += (uint32_t)okpu_wrap_i32((int64_t)av * bv);
             }
-            v = v4_mul_shift((int32_t)wrap32((int64_t)acc), out_mul, out_shift, mode);
-            out[(size_t)r * b_cols + c] = clamp_u8_32((int64_t)v + out_offset);
+            v = v4_mul_shift((int32_t)okpu_wrap_i32((int64_t)acc), out_mul, out_shift, mode);
+            out[(size_t)r * b_cols + c] = okpu_clamp_u8((int64_t)v + out_offset);
         }
 }
 
@@ -781,19 +742,19 @@ static void cpu_qconv(const uint8_t *in, uint8_t *out, const uint8_t *weights, c
                             if (depthwise) {
                                 int64_t xv = (int64_t)in[ip + oc] - p->input_offset;
                                 int64_t wv = (int64_t)weights[wb + (size_t)ky * w->filter_w + kx] - p->filter_offset;
-                                acc += (uint32_t)wrap32(wrap32(xv) * (int64_t)wrap32(wv));
+                                acc += (uint32_t)okpu_wrap_i32(okpu_wrap_i32(xv) * (int64_t)okpu_wrap_i32(wv));
                             } else {
                                 size_t wp = wb + ((size_t)ky * w->filter_w + kx) * is[3];
                                 for (ic = 0; ic < is[3]; ic++) {
                                     int64_t xv = (int64_t)in[ip + ic] - p->input_offset;
                                     int64_t wv = (int64_t)weights[wp + ic] - p->filter_offset;
-                                    acc += (uint32_t)wrap32(wrap32(xv) * (int64_t)wrap32(wv));
+                                    acc += (uint32_t)okpu_wrap_i32(okpu_wrap_i32(xv) * (int64_t)okpu_wrap_i32(wv));
                                 }
                             }
                         }
                     }
-                    r = v4_mul_shift(wrap32((int64_t)acc), p->output_mul, p->output_shift, mode);
-                    out[o++] = clamp_u8_32((int64_t)wrap32((int64_t)r + p->output_offset));
+                    r = v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                    out[o++] = okpu_clamp_u8((int64_t)okpu_wrap_i32((int64_t)r + p->output_offset));
                 }
             }
 }

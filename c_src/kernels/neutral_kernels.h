@@ -34,10 +34,11 @@ typedef struct v4_window {
     int32_t pad_h_before, pad_h_after, pad_w_before, pad_w_after;
 } v4_window;
 
-/* Quantized multiply-shift: (int64)v * mul, shifted right by (uint8_t)shift with `mode`'s rounding:
- * HALF_UP = nncase v0.2.0-beta4 `(x + 2^(s-1)) >> s`, SDK_CARRY = the odd-bit carry shift of the SDK runtime,
- * HALF_EVEN = ties to even. The result is truncated to int32 (two's complement wrap, as nncase's cast). The caller
- * guarantees shift in 0..62. */
+/* Quantized multiply-shift of nncase's ops: okpu_mul_shift (core/arith.h) of (int64)v * mul by (uint8_t)shift,
+ * truncated to int32 (two's complement wrap, as nncase's cast). HALF_UP = nncase v0.2.0-beta4 `(x + 2^(s-1)) >> s`,
+ * SDK_CARRY = the odd-bit carry shift of the SDK runtime, HALF_EVEN = ties to even (any other mode: HALF_UP). The
+ * reader keeps shift in 0..OKPU_SHIFT_MAX; |v * mul| <= 2^62, so only shift 63 with v = mul = INT32_MIN makes the
+ * half-up addition wrap, as it does on the chip. */
 int32_t v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode);
 
 /* nncase's get_windowed_output_size: (size + pad_before + pad_after - ((filter-1)*dilation+1) + stride) / stride,

@@ -18,7 +18,7 @@ void okpu_k_quant_add_u8(const uint8_t *a, const uint8_t *b, uint8_t *out, uint3
             v = okpu_asr64(okpu_wrap_add(va, vb), sa);
         else
             v = okpu_wrap_add(okpu_asr64(va, sa), okpu_asr64(vb, sb));
-        v = okpu_round_shift(okpu_wrap_mul(v, p->out_mul), so, mode);
+        v = okpu_mul_shift(v, p->out_mul, so, mode);
         out[i] = okpu_clamp_u8(okpu_wrap_add(v, p->out_offset));
     }
 }

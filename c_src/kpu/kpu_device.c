@@ -9,6 +9,8 @@
  * - interrupt_raw bit 0 (calc_done) latches when a layer with int_en finishes; bits 1/2 (FIFO almost empty / almost
  *   full) are levels against fifo_threshold; interrupt_status = raw & ~mask; interrupt_clear clears latched bits;
  * - a layer with send_data_out queues its output, densely, for 64-bit reads of fifo_data_out (the SDK's DMA path);
+ * - layers arrive one at a time with no model load before them, so each is prepared (the emulator's working memory
+ *   grown to fit it, kept for the next) just before it runs: a board without the memory faults on that layer;
  * - anything a real KPU would do something undefined with (a bad argument, a table outside SRAM, an unknown
  *   register) is recorded as a fault with the layer and the reason, so the board can stop and say so. */
 #include <string.h>
@@ -135,7 +137,7 @@ static void execute_layer(okpu_kpu_device *d)
         !(job.weights = resolve_table(d, job.args.para_start_addr, kpu_weights_bytes(&job.args, job.eight_bit),
                                       "weights", layer, &err)) ||
         !(job.act = resolve_table(d, job.args.active_addr, KPU_ACT_TABLE_BYTES, "activation table", layer, &err)) ||
-        d->emu->run_layer(d->emu, &job, &err) != OKPU_OK ||
+        d->emu->prepare(d->emu, &job, &err) != OKPU_OK || d->emu->run_layer(d->emu, &job, &err) != OKPU_OK ||
         (job.args.send_data_out && queue_output(d, &job.args, layer, &err) != OKPU_OK)) {
         record_fault(d, &err);
         return;

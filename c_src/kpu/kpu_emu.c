@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "../core/alloc.h"
+#include "../core/arith.h"
+#include "../core/checked.h"
 #include "../core/error.h"
 #include "kpu_backend.h"
 #include "kpu_layout.h"
@@ -23,70 +25,16 @@ typedef struct kpu_emu {
     okpu_allocator allocator; /* copy of *opts->allocator; opts.allocator points here or is NULL */
     int reference;
     int owns_ram;     /* 0 when the RAM belongs to a board model (kpu_emu_create_on_ram) */
-    uint8_t *scratch; /* grows to the largest layer run so far, freed by destroy */
+    uint8_t *scratch; /* working memory for the largest layer prepared (see "Working memory"), freed by destroy */
     size_t scratch_size;
 } kpu_emu;
-
-/* ---- Well-defined 64-bit arithmetic (no signed overflow, no shifts of negative numbers) ---- */
-
-static int64_t i64_from_bits(uint64_t u)
-{
-    return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
-}
-
-/* Two's complement wrap, as the 64-bit datapath of nncase's emulator; see bn_act for when it can happen. */
-static int64_t wrap_mul(int64_t a, int64_t b)
-{
-    return i64_from_bits((uint64_t)a * (uint64_t)b);
-}
-
-static int64_t wrap_add(int64_t a, int64_t b)
-{
-    return i64_from_bits((uint64_t)a + (uint64_t)b);
-}
-
-/* floor(v / 2^s) for any s: the arithmetic shift the KPU does. */
-static int64_t floor_shr(int64_t v, unsigned s)
-{
-    if (s == 0)
-        return v;
-    if (s >= 63)
-        return v < 0 ? -1 : 0;
-    if (v >= 0)
-        return v >> s;
-    return -1 - ((-(v + 1)) >> s);
-}
-
-/* v / 2^s rounded to nearest per `mode` (docs/kpu-reference.md section 4.3; section 2 for the SDK carry shift). */
-static int64_t round_shr(int64_t v, unsigned s, okpu_round_mode mode)
-{
-    int64_t q;
-    uint64_t rem, half;
-
-    if (s == 0)
-        return v;
-    if (mode == OKPU_ROUND_SDK_CARRY) {
-        int64_t t = floor_shr(v, s - 1);
-        if ((uint64_t)t & 1u)
-            return t >= 0 ? floor_shr(t, 1) + 1 : floor_shr(t, 1) - 1;
-        return floor_shr(t, 1);
-    }
-    if (s >= 64) /* |v| <= 2^63 <= 2^(s-1): never above half, and the one tie (-2^63, s = 64) rounds to 0 both ways */
-        return 0;
-    q = floor_shr(v, s);
-    rem = (uint64_t)v & (((uint64_t)1 << s) - 1u);
-    half = (uint64_t)1 << (s - 1);
-    if (rem > half || (rem == half && (mode == OKPU_ROUND_HALF_UP || ((uint64_t)q & 1u))))
-        return q + 1;
-    return q;
-}
 
 /* Batch norm then activation of one accumulator (docs/kpu-reference.md sections 4.2, 4.3). A real layer's alu stays far
  * below 2^40 and its BN product below 2^63; the wrapping ops only pin down the result of values no real layer produces (alu near
  * 2^53 is reachable only with 16-bit weights and near-maximal arg fields). */
 static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act_sorted, okpu_round_mode mode)
 {
-    int64_t y = wrap_add(floor_shr(wrap_mul(alu, bn->norm_mul), bn->norm_shift), bn->norm_add);
+    int64_t y = okpu_wrap_add(okpu_asr64(okpu_wrap_mul(alu, bn->norm_mul), bn->norm_shift), bn->norm_add);
     int64_t r;
     int i;
 
@@ -102,13 +50,12 @@ static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act
         while (i > 0 && !(y > act->x_start[i]))
             i--;
     }
-    r = round_shr(wrap_mul(wrap_add(y, -act->x_start[i]), act->y_mul[i]), act->shift[i], mode);
+    r = okpu_round_shift(okpu_wrap_mul(okpu_wrap_add(y, -act->x_start[i]), act->y_mul[i]), act->shift[i], mode);
     if (r >= 255)
         return 255;
     if (r <= -255)
         return 0;
-    r += act->bias[i];
-    return (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+    return okpu_clamp_u8(r + act->bias[i]);
 }
 
 /* ---- Pooling (docs/kpu-reference.md section 4.4) ---- */
@@ -229,7 +176,7 @@ static void conv_reference(const emu_layer *L, uint32_t oc, const kpu_bn *bn)
                     }
                 }
                 if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL) {
-                    alu += sum_xw + floor_shr(a->arg_x * sum_x, a->shr_x) + floor_shr(a->arg_w * sum_w, a->shr_w) +
+                    alu += sum_xw + okpu_asr64(a->arg_x * sum_x, a->shr_x) + okpu_asr64(a->arg_w * sum_w, a->shr_w) +
                            a->arg_add;
                 } else {
                     all_xw += sum_xw;
@@ -238,7 +185,7 @@ static void conv_reference(const emu_layer *L, uint32_t oc, const kpu_bn *bn)
                 }
             }
             if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
-                alu = all_xw + floor_shr(a->arg_x * all_x, a->shr_x) + floor_shr(a->arg_w * all_w, a->shr_w) +
+                alu = all_xw + okpu_asr64(a->arg_x * all_x, a->shr_x) + okpu_asr64(a->arg_w * all_w, a->shr_w) +
                       a->arg_add * (int64_t)L->g_ic;
             L->activated[(size_t)y * L->w + x] = bn_act(alu, bn, &L->act, 0, L->round);
         }
@@ -296,7 +243,7 @@ static void x_term_all_channels(const emu_layer *L, const fast_bufs *B)
     }
     if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
         for (p = 0; p < n; p++)
-            B->x_term[p] = floor_shr(L->a->arg_x * B->x_term[p], L->a->shr_x);
+            B->x_term[p] = okpu_asr64(L->a->arg_x * B->x_term[p], L->a->shr_x);
 }
 
 /* Depthwise: one channel, so both offset modes give floor(arg_x * sum(x) / 2^shr_x). */
@@ -327,12 +274,12 @@ static int64_t w_term(const emu_layer *L, uint32_t oc)
         for (t = 0; t < L->kk; t++)
             sum_w += weight_at(L, w0 + t);
         if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
-            total += floor_shr(a->arg_w * sum_w, a->shr_w);
+            total += okpu_asr64(a->arg_w * sum_w, a->shr_w);
         else
             all_w += sum_w;
     }
     if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
-        total = floor_shr(a->arg_w * all_w, a->shr_w);
+        total = okpu_asr64(a->arg_w * all_w, a->shr_w);
     return total + a->arg_add * (int64_t)L->g_ic;
 }
 
@@ -433,32 +380,83 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, const f
             conv_fast_span(L, oc, y, L->w, 0, 1, w_const, bn, B);
 }
 
-/* ---- Scratch ---- */
+/* ---- Working memory ----
+ * One block, sized for the largest layer: prepare() (the backend hook model.c calls at load for every KPU conv)
+ * takes it, so a model's forward pass never allocates. run_layer carves the block into the parts below. A caller
+ * that runs a layer no prepare covered (the virtual board's register block calls prepare itself; the transitional
+ * LEGACY reader steps and a test driving the backend by hand do not) gets the same memory taken on that run:
+ * run_layer prepares the job itself, which is the only allocation it can make. */
 
-static size_t align8(size_t n)
+enum { PART_IN, PART_ACTIVATED, PART_OUT, PART_X_TERM, PART_X_TABLE, PART_BOX, PART_COL, PART_ACC, PART_COUNT };
+
+static uint64_t align8(uint64_t n)
 {
-    return (n + 7u) & ~(size_t)7u;
+    return (n + 7u) & ~(uint64_t)7u;
 }
 
-/* Carve `bytes` (8-aligned) from the scratch cursor. */
-static void *carve(uint8_t **cursor, size_t bytes)
+/* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path) and their sum.
+ * kpu_args_check bounds every factor (the maps fit the 2 MiB KPU RAM, x_table has 9 * 255 + 1 entries); the checked
+ * products keep that an explicit limit rather than an assumption. */
+static int scratch_parts(const kpu_emu *e, const kpu_args *a, int layer, uint64_t part[PART_COUNT], uint64_t *total,
+                         okpu_error *err)
 {
-    void *p = *cursor;
-    *cursor += align8(bytes);
-    return p;
-}
+    const uint64_t k = kpu_kernel_size(a), pad = k / 2u, w = a->in_width, h = a->in_height;
+    uint64_t plane, n;
+    int bad = 0, i;
 
-static uint8_t *reserve_scratch(kpu_emu *e, size_t bytes)
-{
-    if (bytes > e->scratch_size) {
-        okpu_free(e->opts.allocator, e->scratch, e->scratch_size);
-        e->scratch_size = 0;
-        e->scratch = okpu_alloc(e->opts.allocator, bytes);
-        if (!e->scratch)
-            return NULL;
-        e->scratch_size = bytes;
+    memset(part, 0, PART_COUNT * sizeof *part);
+    bad |= okpu_mul_ovf(w + 2u * pad, h + 2u * pad, OKPU_SIZE_LIMIT, &plane);
+    bad |= okpu_mul_ovf(plane, a->in_channels, OKPU_SIZE_LIMIT, &part[PART_IN]);
+    bad |= okpu_mul_ovf(w, h, OKPU_SIZE_LIMIT, &n);
+    part[PART_ACTIVATED] = n;
+    bad |= okpu_mul3(a->out_width, a->out_height, a->out_channels, OKPU_SIZE_LIMIT, &part[PART_OUT]);
+    if (!e->reference) {
+        bad |= okpu_mul_ovf(n, sizeof(int64_t), OKPU_SIZE_LIMIT, &part[PART_X_TERM]);
+        part[PART_X_TABLE] = (k * k * 255u + 1u) * sizeof(int64_t);
+        bad |= okpu_mul_ovf(n, sizeof(uint32_t), OKPU_SIZE_LIMIT, &part[PART_BOX]);
+        part[PART_COL] = (w + 2u) * sizeof(uint32_t);
+        bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
     }
-    return e->scratch;
+    *total = 0;
+    for (i = 0; i < PART_COUNT && !bad; i++) {
+        part[i] = align8(part[i]);
+        bad |= okpu_add_ovf(*total, part[i], OKPU_SIZE_LIMIT, total);
+    }
+    if (bad || *total > (uint64_t)(size_t)-1)
+        return okpu_fail(err, OKPU_ERR_PARAM, layer, -1,
+                         "layer %d: the KPU emulator's work area for a %lux%lux%lu map does not fit in memory", layer,
+                         (unsigned long)w, (unsigned long)h, (unsigned long)a->in_channels);
+    return OKPU_OK;
+}
+
+/* Grow the block to `bytes` (its contents need not survive: every run rewrites what it reads). */
+static int reserve_scratch(kpu_emu *e, uint64_t bytes, int layer, okpu_error *err)
+{
+    if (bytes <= e->scratch_size)
+        return OKPU_OK;
+    okpu_free(e->opts.allocator, e->scratch, e->scratch_size);
+    e->scratch_size = 0;
+    e->base.scratch_bytes = 0;
+    e->scratch = okpu_alloc(e->opts.allocator, (size_t)bytes);
+    if (!e->scratch)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, layer, -1,
+                         "layer %d: no memory for the KPU emulator's %lu-byte work area", layer,
+                         (unsigned long)bytes);
+    e->scratch_size = (size_t)bytes;
+    e->base.scratch_bytes = e->scratch_size;
+    return OKPU_OK;
+}
+
+static int emu_prepare(kpu_backend *self, const kpu_layer_job *job, okpu_error *err)
+{
+    kpu_emu *e = (kpu_emu *)(void *)self;
+    uint64_t part[PART_COUNT], total;
+    int rc;
+
+    if ((rc = kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK ||
+        (rc = scratch_parts(e, &job->args, job->layer, part, &total, err)) != OKPU_OK)
+        return rc;
+    return reserve_scratch(e, total, job->layer, err);
 }
 
 /* Copy the input map out of KPU RAM into ic planes, each with a `pad`-wide border of pad_value. */
@@ -482,10 +480,11 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     const kpu_args *a = &job->args;
     emu_layer L;
     fast_bufs B;
-    uint8_t *scratch, *cursor, *in_planes, *out_dense;
-    size_t n, out_plane, need, x_table_len;
+    uint8_t *at[PART_COUNT], *in_planes, *out_dense;
+    uint64_t part[PART_COUNT], total;
+    size_t out_plane, x_table_len;
     uint32_t oc, s;
-    int rc;
+    int rc, i;
 
     if ((rc = kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
         return rc;
@@ -493,6 +492,13 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
         return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
                          "layer %d: KPU job without %s (the loader must point weights, bn and act into the model)",
                          job->layer, !job->weights ? "weights" : !job->bn ? "a BN table" : "an activation table");
+    if ((rc = scratch_parts(e, a, job->layer, part, &total, err)) != OKPU_OK)
+        return rc;
+    if (total > e->scratch_size && (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
+        return rc; /* a job no prepare covered: see "Working memory" */
+    at[0] = e->scratch;
+    for (i = 1; i < PART_COUNT; i++)
+        at[i] = at[i - 1] + part[i - 1];
 
     memset(&L, 0, sizeof L);
     L.a = a;
@@ -517,33 +523,22 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     L.round = e->opts.act_round;
     L.offset_mode = e->opts.conv_offset;
 
-    n = (size_t)L.w * L.h;
     out_plane = (size_t)a->out_width * a->out_height;
     x_table_len = (size_t)L.kk * 255u + 1u;
-    need = align8(L.plane * L.ic) + align8(n) + align8(out_plane * L.oc);
-    if (!e->reference)
-        need += align8(n * sizeof(int64_t)) + align8(x_table_len * sizeof(int64_t)) + align8(n * sizeof(uint32_t)) +
-                align8((L.w + 2u) * sizeof(uint32_t)) + align8(n * sizeof(uint64_t));
-    scratch = reserve_scratch(e, need);
-    if (!scratch)
-        return okpu_fail(err, OKPU_ERR_NO_MEM, job->layer, -1,
-                         "layer %d: no memory for the KPU emulator's %lu-byte work area", job->layer,
-                         (unsigned long)need);
-    cursor = scratch;
-    in_planes = carve(&cursor, L.plane * L.ic);
-    L.activated = carve(&cursor, n);
-    out_dense = carve(&cursor, out_plane * L.oc);
+    in_planes = at[PART_IN];
+    L.activated = at[PART_ACTIVATED];
+    out_dense = at[PART_OUT];
     L.in = in_planes;
     load_input(self->ram, &L, in_planes);
 
     if (!e->reference) {
-        B.x_term = carve(&cursor, n * sizeof(int64_t));
-        B.x_table = carve(&cursor, x_table_len * sizeof(int64_t));
-        B.box = carve(&cursor, n * sizeof(uint32_t));
-        B.col = carve(&cursor, (L.w + 2u) * sizeof(uint32_t));
-        B.acc = carve(&cursor, n * sizeof(uint64_t));
+        B.x_term = (int64_t *)(void *)at[PART_X_TERM];
+        B.x_table = (int64_t *)(void *)at[PART_X_TABLE];
+        B.box = (uint32_t *)(void *)at[PART_BOX];
+        B.col = (uint32_t *)(void *)at[PART_COL];
+        B.acc = (uint64_t *)(void *)at[PART_ACC];
         for (s = 0; s < x_table_len; s++)
-            B.x_table[s] = floor_shr(a->arg_x * (int64_t)s, a->shr_x);
+            B.x_table[s] = okpu_asr64(a->arg_x * (int64_t)s, a->shr_x);
         if (!a->depthwise)
             x_term_all_channels(&L, &B);
     }
@@ -604,6 +599,7 @@ static kpu_backend *emu_create(const okpu_options *opts, int reference, uint8_t 
     e->reference = reference;
     e->base.name = reference ? "emulator (reference conv)" : "emulator";
     e->base.run_layer = emu_run_layer;
+    e->base.prepare = emu_prepare;
     e->base.destroy = emu_destroy;
     if (ram) {
         e->base.ram = ram;

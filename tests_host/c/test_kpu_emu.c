@@ -11,7 +11,9 @@
 #include "kpu/kpu_args.h"
 #include "kpu/kpu_backend.h"
 #include "kpu/kpu_layout.h"
+#include "kmodel/model.h"
 #include "ctest.h"
+#include "read_file.h"
 
 
 
@@ -864,7 +866,7 @@ static void test_fast_vs_reference(int count)
 /* ---------------------------------------------------------------------------------------------------------------- */
 
 typedef struct counting_heap {
-    long live;
+    long live, calls;
     size_t bytes, peak;
 } counting_heap;
 
@@ -872,6 +874,7 @@ static void *count_alloc(void *ctx, size_t size)
 {
     counting_heap *h = ctx;
     h->live++;
+    h->calls++;
     h->bytes += size;
     if (h->bytes > h->peak)
         h->peak = h->bytes;
@@ -888,7 +891,7 @@ static void count_free(void *ctx, void *ptr, size_t size)
 
 static void test_backend_and_errors(void)
 {
-    counting_heap heap = {0, 0, 0};
+    counting_heap heap = {0, 0, 0, 0};
     okpu_allocator alloc;
     okpu_options o;
     okpu_error err;
@@ -932,6 +935,184 @@ static void test_backend_and_errors(void)
           "K210 backend on the host: %s", b ? "created" : err.message);
 }
 
+/* ---------------------------------------------------------------------------------------------------------------- */
+
+/* prepare() takes the working memory; run_layer then allocates nothing. A job no prepare covered still runs (the
+ * emulator prepares it on that run) and gives the same bytes. */
+static void test_prepare(int reference)
+{
+    counting_heap heap = {0, 0, 0, 0};
+    okpu_allocator alloc;
+    okpu_options o;
+    okpu_error err;
+    kpu_backend *b, *plain;
+    test_layer big, small;
+    uint8_t *expect;
+    size_t n, scratch;
+    long calls;
+    const char *what = reference ? "reference path" : "fast path";
+
+    alloc.alloc = count_alloc;
+    alloc.free = count_free;
+    alloc.ctx = &heap;
+    memset(&o, 0, sizeof o);
+    o.allocator = &alloc;
+    b = reference ? kpu_emu_create_reference(&o, &err) : kpu_emu_create(&o, &err);
+    plain = make_emu(OKPU_CONV_OFFSET_PER_CHANNEL, OKPU_ROUND_HALF_EVEN, OKPU_MEAN_BORDER_REPLICATE, reference);
+    CHECK(b != NULL && b->prepare != NULL, "%s: emulator without prepare", what);
+    if (!b)
+        return;
+    CHECK(b->scratch_bytes == 0, "%s: %zu bytes of scratch before any prepare", what, b->scratch_bytes);
+
+    tiny_layer(&big, 40, 20, 12, 6, 1, 0, 1);
+    for (n = 0; n < (size_t)40 * 20 * 12; n++)
+        big.input[n] = (uint8_t)(n * 29u + 7u);
+    for (n = 0; n < (size_t)6 * 12 * 9; n++)
+        big.weights[n] = (uint8_t)(n % 4u);
+    for (n = 0; n < 6; n++)
+        pack_bn(big.bn + 8 * n, 1, 0, 9);
+    pack_identity_act(big.act, 0);
+    layer_job(&big);
+    tiny_layer(&small, 8, 8, 2, 3, 1, 1, 1);
+    memset(small.weights, 1, 2 * 3 * 9);
+    pack_identity_act(small.act, 0);
+    layer_job(&small);
+
+    CHECK(b->prepare(b, &big.job, &err) == OKPU_OK, "%s: prepare: %s", what, err.message);
+    scratch = b->scratch_bytes;
+    CHECK(scratch > 0, "%s: prepare took no working memory", what);
+    calls = heap.calls;
+    CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls && b->scratch_bytes == scratch,
+          "%s: a smaller layer after a larger one reallocated (%ld calls, %zu -> %zu bytes)", what,
+          heap.calls - calls, scratch, b->scratch_bytes);
+
+    /* both run without one allocation, and give what an emulator that was never prepared gives */
+    run_on(b, &small, "prepared small layer");
+    n = (size_t)small.s.ow * small.s.oh * small.s.oc;
+    expect = malloc(n);
+    memcpy(expect, small.main_out, n);
+    run_on(plain, &small, "unprepared small layer");
+    CHECK(memcmp(expect, small.main_out, n) == 0, "%s: prepared and unprepared runs differ", what);
+    free(expect);
+    run_on(b, &big, "prepared big layer");
+    n = (size_t)big.s.ow * big.s.oh * big.s.oc;
+    expect = malloc(n);
+    memcpy(expect, big.main_out, n);
+    run_on(plain, &big, "unprepared big layer");
+    CHECK(memcmp(expect, big.main_out, n) == 0, "%s: prepared and unprepared runs differ", what);
+    free(expect);
+    CHECK(heap.calls == calls, "%s: run_layer allocated %ld times after prepare", what, heap.calls - calls);
+    CHECK(plain->scratch_bytes >= scratch, "%s: the unprepared emulator reports %zu bytes, the prepared %zu", what,
+          plain->scratch_bytes, scratch);
+
+    /* a job prepare refuses: the same check as run_layer, nothing allocated */
+    big.s.w = 600;
+    pack_args(&big.s, big.raw);
+    layer_job(&big);
+    CHECK(b->prepare(b, &big.job, &err) == OKPU_ERR_KMODEL_FORMAT && strstr(err.message, "600") &&
+              heap.calls == calls,
+          "%s: bad layer prepared: %s", what, err.message);
+
+    layer_free(&big);
+    layer_free(&small);
+    b->destroy(b);
+    plain->destroy(plain);
+    CHECK(heap.live == 0 && heap.bytes == 0, "%s: %ld blocks, %zu bytes not freed", what, heap.live, heap.bytes);
+}
+
+/* Whole models: after okpu_model_load, a forward pass allocates nothing, and the emulator's working memory is in the
+ * memory report. Only a reader that builds KPU_CONV steps has its layers prepared at load; a model whose reader still
+ * runs its KPU layers itself (the transitional LEGACY step) is reported as such, and then only a second pass is
+ * checked. */
+static void model_forward_allocations(const char *path, int required)
+{
+    counting_heap heap = {0, 0, 0, 0};
+    okpu_allocator alloc;
+    okpu_options o;
+    okpu_error err;
+    okpu_memory_info mem;
+    okpu_model *m;
+    uint8_t *data;
+    size_t size;
+    long calls;
+    int i, kpu_layers = 0, conv_steps = 0;
+
+    data = read_file(path, &size);
+    if (!data) {
+        CHECK(!required, "%s: cannot read", path);
+        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+        return;
+    }
+    alloc.alloc = count_alloc;
+    alloc.free = count_free;
+    alloc.ctx = &heap;
+    okpu_options_default(&o);
+    o.allocator = &alloc;
+    m = okpu_model_load(data, size, &o, &err);
+    CHECK(m != NULL, "%s: load: %s", path, err.message);
+    if (!m) {
+        free(data);
+        return;
+    }
+    for (i = 0; i < m->layer_count; i++) {
+        kpu_layers += m->layers[i].info.is_kpu;
+        conv_steps += m->layers[i].step.kind == OKPU_STEP_KPU_CONV;
+    }
+    for (i = 0; i < okpu_model_input_count(m); i++) {
+        okpu_tensor t;
+        uint8_t *bytes;
+        size_t j;
+        okpu_model_input(m, i, &t);
+        bytes = malloc(t.bytes);
+        for (j = 0; j < t.bytes; j++)
+            bytes[j] = (uint8_t)(j * 37u + 11u);
+        if (t.dtype == OKPU_DTYPE_F32)
+            for (j = 0; j + 4 <= t.bytes; j += 4) {
+                float f = (float)(j % 200) / 50.0f - 2.0f;
+                memcpy(bytes + j, &f, 4);
+            }
+        CHECK(okpu_model_set_input(m, i, bytes, t.bytes, &err) == OKPU_OK, "%s: set_input: %s", path, err.message);
+        free(bytes);
+    }
+    okpu_model_memory(m, &mem);
+    calls = heap.calls;
+    CHECK(okpu_model_run(m, 0, &err) == OKPU_OK, "%s: run: %s", path, err.message);
+    if (conv_steps > 0 || kpu_layers == 0) {
+        CHECK(heap.calls == calls, "%s: the forward pass allocated %ld times after load", path, heap.calls - calls);
+        CHECK(kpu_layers == 0 || mem.backend_scratch > 0, "%s: %d KPU layers but backend_scratch is 0", path,
+              kpu_layers);
+        printf("%s: %d KPU layers prepared at load (backend_scratch %zu bytes), forward pass: %ld allocations\n", path,
+               kpu_layers, mem.backend_scratch, heap.calls - calls);
+    } else {
+        printf("%s: NOT CHECKED after load: its %d KPU layers run outside KPU_CONV steps (reader not converted); ",
+               path, kpu_layers);
+        calls = heap.calls;
+        CHECK(okpu_model_run(m, 0, &err) == OKPU_OK, "%s: second run: %s", path, err.message);
+        CHECK(heap.calls == calls, "%s: the second forward pass allocated %ld times", path, heap.calls - calls);
+        printf("second pass: %ld allocations\n", heap.calls - calls);
+    }
+    okpu_model_free(m);
+    CHECK(heap.live == 0 && heap.bytes == 0, "%s: %ld blocks, %zu bytes not freed", path, heap.live, heap.bytes);
+    free(data);
+}
+
+static void test_model_allocations(void)
+{
+    static const char *const real[] = {
+        "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "yolo2_voc20_v3_nncase_rc5/yolo.kmodel",
+        "yolo2_voc20_v4_nncase/yolo.kmodel", "mnist_v3_maixpy/mnist.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel",
+        "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel"};
+    const char *root = getenv("OPENKPU_TESTDATA");
+    char path[512];
+    size_t i;
+
+    model_forward_allocations("examples/models/digits.kmodel", 1);
+    for (i = 0; i < sizeof real / sizeof real[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", root ? root : "../shared/testdata", real[i]);
+        model_forward_allocations(path, 0);
+    }
+}
+
 int main(void)
 {
     test_layout();
@@ -940,6 +1121,9 @@ int main(void)
     test_hand_computed();
     test_pools();
     test_backend_and_errors();
+    test_prepare(0);
+    test_prepare(1);
+    test_model_allocations();
     test_fast_vs_reference(400);
     return ctest_summary();
 }
