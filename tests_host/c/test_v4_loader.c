@@ -8,8 +8,8 @@
 
 #include "okpu.h"
 #include "ctest.h"
-
-
+#include "kmodel/kmodel_v4.h"
+#include "kmodel/model.h"
 
 static void mr(buf *b, uint32_t t, uint32_t dt, uint32_t start, uint32_t size)
 {
@@ -207,6 +207,8 @@ static void test_malformed(void)
     p.opcode1 = 0x3001;
     build(&b, &p);
     expect_fail(&b, b.n, OKPU_ERR_NOT_IMPLEMENT, "0x1001-0x1005", "0x2001-0x2002", "unknown opcode ranges");
+    expect_fail(&b, b.n, OKPU_ERR_NOT_IMPLEMENT, "beta4's 0x00-0x14, 0x1001", "0x1005 and 0x2001-0x2002.",
+                "unknown opcode ranges, built from the op table");
 
     p = good();
     p.nnil_ret = 0;
@@ -276,8 +278,74 @@ static void test_byte_corruptions(void)
     CHECK(loaded > 0 && refused > 0, "fuzz: %d loaded, %d refused", loaded, refused);
 }
 
+/* The op table (kmodel_v4_ops.def): every opcode has its name and its enum constant, nothing else has a name. */
+static void test_op_table(void)
+{
+    static const uint32_t unknown[] = {0x15, 0xFF, 0x1000, 0x1006, 0x2000, 0x2003, 0xFFFFFFFFu};
+    size_t i, rows = 0;
+#define V4_OP(opcode, id, name, fixed_body, decode)                                                                    \
+    rows++;                                                                                                            \
+    CHECK(KMODEL_V4_OP_##id == (opcode), "enum %s", #id);                                                             \
+    CHECK(kmodel_v4_opcode_name(opcode) && strcmp(kmodel_v4_opcode_name(opcode), name) == 0, "name of 0x%X",       \
+          (unsigned)(opcode));
+#include "kmodel/kmodel_v4_ops.def"
+#undef V4_OP
+    CHECK(rows == 28, "%lu rows in kmodel_v4_ops.def", (unsigned long)rows);
+    for (i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        CHECK(kmodel_v4_opcode_name(unknown[i]) == NULL, "0x%lX has a name", (unsigned long)unknown[i]);
+}
+
+/* The plan: each node is one step with its pointers resolved at load, and running decodes nothing - changing a
+ * node's fields in the file after the load does not change what runs (the constants, weights and nnil programs the
+ * steps point to stay in the file, which must outlive the model). */
+static void test_plan(void)
+{
+    buf b;
+    parts p = good();
+    okpu_error e;
+    okpu_model *m;
+    float in[4] = {1.0f, -2.0f, 0.25f, 3.0f}, out[4];
+    const uint8_t *data;
+    int i;
+    build(&b, &p);
+    m = try_load(&b, b.n, &e);
+    CHECK(m != NULL, "valid model failed: %s", e.message);
+    if (!m)
+        return;
+    CHECK(m->layers[0].step.kind == OKPU_STEP_V4_UNARY && m->layers[1].step.kind == OKPU_STEP_V4_NNIL &&
+              m->layers[2].step.kind == OKPU_STEP_V4_BINARY,
+          "step kinds %s, %s, %s", okpu_step_name(m->layers[0].step.kind), okpu_step_name(m->layers[1].step.kind),
+          okpu_step_name(m->layers[2].step.kind));
+    if (m->layers[0].step.kind == OKPU_STEP_V4_UNARY && m->layers[1].step.kind == OKPU_STEP_V4_NNIL &&
+        m->layers[2].step.kind == OKPU_STEP_V4_BINARY) {
+        const okpu_v4_unary_args *u = (const okpu_v4_unary_args *)m->layers[0].step.args;
+        const okpu_v4_nnil_args *nn = (const okpu_v4_nnil_args *)m->layers[1].step.args;
+        const okpu_v4_binary_args *bi = (const okpu_v4_binary_args *)m->layers[2].step.args;
+        CHECK(u->in == m->main_mem && u->out == m->main_mem + 16 && u->count == 4 && u->op == 6, "unary args");
+        CHECK(nn->program == b.d + node_off[1] + 32 && nn->length == 10 && nn->in == m->main_mem + 16 &&
+                  nn->out == m->main_mem + 32 && nn->count == 4,
+              "nnil args: program at file byte %ld, %lu bytes", (long)(nn->program - b.d), (unsigned long)nn->length);
+        /* constants follow the header (40), the input range and shape (32) and the output range (16) */
+        CHECK(bi->a == m->main_mem + 32 && bi->b == b.d + 88 && bi->out == m->main_mem + 48 && bi->op == 0 &&
+                  bi->so[3] == 4,
+              "binary args");
+    }
+    set_u32(&b, node_off[0] + 32, 0); /* unary neg -> abs */
+    CHECK(okpu_model_set_input(m, 0, in, sizeof in, &e) == 0, "set_input: %s", e.message);
+    CHECK(okpu_model_run(m, 0, &e) == 0, "run: %s", e.message);
+    CHECK(okpu_model_output(m, 0, NULL, &data, &e) == 0, "output: %s", e.message);
+    memcpy(out, data, sizeof out);
+    for (i = 0; i < 4; i++) {
+        float want = -in[i] * 2.0f + 1.0f + (float)(i + 1) * 0.5f;
+        CHECK(out[i] == want, "after changing the file: out[%d] = %g, expected %g", i, (double)out[i], (double)want);
+    }
+    okpu_model_free(m);
+}
+
 int main(void)
 {
+    test_op_table();
+    test_plan();
     test_valid_runs();
     test_malformed();
     test_byte_corruptions();
