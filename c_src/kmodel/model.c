@@ -51,27 +51,6 @@ void okpu_model_free_mem(okpu_model *m, void *ptr, size_t size)
     m->ctx_alloc_bytes = m->ctx_alloc_bytes >= size ? m->ctx_alloc_bytes - size : 0;
 }
 
-/* TRANSITIONAL */
-int okpu_legacy_decode(okpu_model *m, okpu_error *err)
-{
-    int i;
-    for (i = 0; i < m->layer_count; i++) {
-        okpu_legacy_args *a = (okpu_legacy_args *)okpu_model_add_step(m, i, OKPU_STEP_LEGACY, 0, err);
-        if (!a)
-            return err ? err->code : OKPU_ERR_NO_MEM;
-        a->m = m;
-        a->index = i;
-    }
-    return OKPU_OK;
-}
-
-int okpu_step_legacy(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
-{
-    const okpu_legacy_args *a = (const okpu_legacy_args *)args;
-    (void)ctx;
-    return a->m->format->run_layer(a->m, a->index, err);
-}
-
 void *okpu_model_add_step(okpu_model *m, int layer, okpu_step_kind kind, size_t tail, okpu_error *err)
 {
     okpu_step *s = &m->layers[layer].step;
@@ -387,11 +366,8 @@ void okpu_model_free(okpu_model *m)
         return;
     a = m->opts.allocator;
     if (m->layers) {
-        for (i = 0; i < m->layer_count; i++) {
-            if (m->format && m->format->free_layer) /* TRANSITIONAL */
-                m->format->free_layer(m, &m->layers[i]);
+        for (i = 0; i < m->layer_count; i++)
             okpu_model_free_mem(m, m->layers[i].step.args, m->layers[i].step.args_bytes);
-        }
         okpu_model_free_mem(m, m->layers, (size_t)m->layer_count * sizeof(okpu_layer));
         m->layers = NULL;
     }

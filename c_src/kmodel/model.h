@@ -31,9 +31,6 @@ typedef struct okpu_layer {
     okpu_layer_info info; /* filled by decode(): netinfo fields, macs, work, output */
     okpu_place out;       /* where this layer's output lives (output of a run stopped after it) */
     okpu_step step;       /* what running it does (okpu_model_add_step) */
-    /* TRANSITIONAL (removed once both readers build steps): a reader's own decoded record */
-    const void *op;
-    void *state;
 } okpu_layer;
 
 typedef struct okpu_format okpu_format;
@@ -81,14 +78,7 @@ struct okpu_format {
      * will touch and turn it into a step (okpu_model_alloc_layers, okpu_model_add_step) with every pointer
      * resolved; fill inputs, outputs, per-layer info and KPU rows. */
     int (*decode)(okpu_model *m, okpu_error *err);
-    /* TRANSITIONAL: a reader not yet converted runs its layers itself (decode = okpu_legacy_decode) */
-    int (*run_layer)(okpu_model *m, int index, okpu_error *err);
-    void (*free_layer)(okpu_model *m, okpu_layer *layer);
 };
-
-/* TRANSITIONAL: gives every layer a LEGACY step that calls the format's run_layer. */
-int okpu_legacy_decode(okpu_model *m, okpu_error *err);
-
 
 extern const okpu_format okpu_format_v3;
 extern const okpu_format okpu_format_v4;

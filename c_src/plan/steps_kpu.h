@@ -34,12 +34,6 @@ typedef struct okpu_kpu_padding_args {
 } okpu_kpu_padding_args;
 
 struct okpu_run_ctx;
-/* TRANSITIONAL */
-typedef struct okpu_legacy_args {
-    struct okpu_model *m;
-    int index;
-} okpu_legacy_args;
-int okpu_step_legacy(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_kpu_conv(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_kpu_upload(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_kpu_add_padding(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
