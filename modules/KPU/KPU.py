@@ -11,7 +11,8 @@ This file is valid MicroPython (it is compiled with mpy-cross): no f-strings, no
 MicroPython implements. On CPython `_kpu` is the C extension; on a board it is the native module with the same API.
 
 Functions: load, load_flash, forward, get_output, set_layers, set_outputs, fmap, fmap_free, netinfo, deinit,
-memtest, memory, set_flash_image, init_yolo2, run_yolo2, face_encode, face_compare.
+memtest, memory, set_flash_image, init_yolo2, run_yolo2, face_encode, face_compare; and budget, fits, rows_text (the
+memory budget, verdict and KPU RAM row notation shared with `openkpu inspect` / `openkpu fit`).
 
 Where this differs from MaixPy, on purpose:
 - `forward(net, img, out_index)`: the third argument is the OUTPUT INDEX (MaixPy's docs call it `end_layer`, but it
@@ -25,15 +26,18 @@ Where this differs from MaixPy, on purpose:
   CPython >= 3.12 `memoryview(fmap)` (`__buffer__`). A pure-Python class cannot export a buffer before 3.12, and
   MicroPython has no `__bytes__`: on the board use `fmap.data()`.
 - Errors keep MaixPy's exception types and numeric codes and add what was expected, what was found, and where.
-- `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits;
-  `memory(net)` / `net.memory()` return the same figures as a dict.
+- `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits, against
+  the budget `openkpu fit` uses by default (`budget()`: MaixPy's full firmware and 512 KiB GC heap, about 2 MiB for
+  models; `fits()` is the verdict both give); `memory(net)` / `net.memory()` return the same figures as a dict.
+- Error texts are worded by the C core (`_kpu.error_text`), the same from the CPython and the MicroPython binding.
 - `load(path)` does not insist on ".kmodel" in the file name.
 - kmodel v4: `forward` works without `set_outputs`; the shape comes from the model where it is known, else a flat
   (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
 - `run_yolo2`: classes come from anchor_num (MaixPy assumed 5 anchors), any number of detections (MaixPy kept 10),
   a clear error when `init_yolo2` was not called (MaixPy crashed), the output is not altered in place (so
   `get_output` still sees the model's numbers), boxes are clamped to the image.
-- `face_encode` clamps +0.25 to 127 (MaixPy wrapped it to -128); `face_compare` of a zero vector is 0.0, not NaN.
+- `face_encode` clamps +0.25 to 127 (MaixPy wrapped it to -128) and takes at most 512 values (FACE_FEATURES_MAX,
+  the documented limit: more is error 2001); `face_compare` of a zero vector is 0.0, not NaN.
 - At most 5 models at once, as in MaixPy (error 2009 says which are loaded). On CPython a net that is no longer
   referenced is freed and gives its slot back; on MicroPython (no weak references) the module's list of loaded nets
   keeps them until `deinit(net)`, so call it.
