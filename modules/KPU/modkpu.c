@@ -203,7 +203,8 @@ static void kpu_record_attr(mp_obj_t self_in, qstr attr, mp_obj_t *dest) {
 }
 
 #define KPU_RECORD_TYPE(type_name, qname) \
-    static MP_DEFINE_CONST_OBJ_TYPE(type_name, qname, MP_TYPE_FLAG_ITER_IS_GETITER | MP_TYPE_FLAG_EQ_CHECKS_OTHER_TYPE, \
+    static MP_DEFINE_CONST_OBJ_TYPE(type_name, qname, \
+        MP_TYPE_FLAG_ITER_IS_GETITER | MP_TYPE_FLAG_EQ_CHECKS_OTHER_TYPE, \
         print, kpu_record_print, unary_op, mp_obj_tuple_unary_op, binary_op, mp_obj_tuple_binary_op, \
         attr, kpu_record_attr, subscr, mp_obj_tuple_subscr, iter, mp_obj_tuple_getiter)
 

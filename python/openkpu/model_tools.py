@@ -11,8 +11,8 @@
 
 Everything about the model comes from the C core (`_kpu.Model`: layers(), inputs(), output_info(), memory(), read by
 their field names); this module only arranges it. The memory budget, the fit verdict and the KPU RAM row notation are
-the ones `kpu.memtest()` uses (`KPU.budget`, `KPU.fits`, `KPU.rows_text`), so the two always agree. A file the loader refuses (kmodel v5 from nncase >= 1.0, garbage, a truncated file) is
-reported with the loader's own message.
+the ones `kpu.memtest()` uses (`KPU.budget`, `KPU.fits`, `KPU.rows_text`), so the two always agree. A file the loader
+refuses (kmodel v5 from nncase >= 1.0, garbage, a truncated file) is reported with the loader's own message.
 
 Exit codes: 0 = done / fits, 1 = `fit`: does not fit, 2 = error (unreadable or invalid model, bad option).
 `swap --check` exits 0 for a plain and for a word-swapped kmodel (it prints which) and 2 for anything else.
