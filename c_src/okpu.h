@@ -52,6 +52,15 @@ typedef struct okpu_error {
 /* "ERR_KMODEL_FORMAT" etc.; "ERR_UNKNOWN" for codes outside the table. */
 const char *okpu_status_name(int code);
 
+/* The text a user sees for an error, the same from every binding (CPython, MicroPython, KPU.py):
+ *   "[MAIXPY]kpu: <what> error:<code>, <ERR_NAME>: <message>"   (what NULL or "": "[MAIXPY]kpu: error:<code>, ...")
+ * MaixPy's prefix and code so people can search for them; the message already names the layer and byte offset where
+ * they apply. A code of OKPU_OK counts as OKPU_ERR_UNKNOWN and an empty message reads "(no details)". Writes at most
+ * `size` bytes including the terminating NUL (truncating like snprintf) and returns the length of the whole text;
+ * OKPU_ERROR_TEXT_SIZE always holds it when `what` is shorter than 64 bytes. */
+#define OKPU_ERROR_TEXT_SIZE (sizeof(((okpu_error *)0)->message) + 128u)
+size_t okpu_error_format(const okpu_error *e, const char *what, char *buf, size_t size);
+
 typedef enum okpu_dtype { OKPU_DTYPE_F32 = 0, OKPU_DTYPE_U8 = 1 } okpu_dtype;
 
 /* Where public sources disagree (docs/kpu-reference.md section 8) the default follows the chip or the runtime

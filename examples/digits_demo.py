@@ -2,7 +2,12 @@
 # Classify handwritten digits from the camera with openkpu's own model (scripts/train_digits.py), as a board script.
 # On the board: copy models/digits.kmodel to /sd/models/. On a PC:
 #   python -m openkpu run digits_demo.py --frames FRAMES --lcd-out OUT     (run from the examples/ folder)
-import sensor, image, lcd
+try:
+    import sensor, image, lcd
+except ImportError as e:  # plain Python on a PC: the camera, LCD and image modules are the board's
+    raise SystemExit("examples/digits_demo.py is a MaixPy board script (%s): run it with\n"
+                     "  openkpu run examples/digits_demo.py\n"
+                     "(options in its first lines), which provides the board's modules" % e)
 import KPU as kpu
 
 lcd.init()

@@ -2,7 +2,12 @@
 # Face detection with MaixPy's YOLOv2 face model burned at flash 0x300000 (face_model_at_0x300000.kfpkg).
 # A MaixPy board script, unchanged on a PC:
 #   python -m openkpu run examples/face_detect.py --flash face_model_at_0x300000.kfpkg --frames photos/ --lcd-out out/
-import sensor, image, lcd, time
+try:
+    import sensor, image, lcd, time
+except ImportError as e:  # plain Python on a PC: the camera, LCD and image modules are the board's
+    raise SystemExit("examples/face_detect.py is a MaixPy board script (%s): run it with\n"
+                     "  openkpu run examples/face_detect.py\n"
+                     "(options in its first lines), which provides the board's modules" % e)
 import KPU as kpu
 
 lcd.init()

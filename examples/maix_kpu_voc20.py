@@ -7,10 +7,15 @@
 #   openkpu run examples/maix_kpu_voc20.py --sd ../shared/testdata/yolo2_voc20_v3_nncase_rc5 \
 #       --frames ../shared/testdata/yolo2_voc20_v3_nncase_rc5/dog.bmp --lcd-out out/
 import gc
-import image
-import lcd
-import sensor
 import time
+try:
+    import image
+    import lcd
+    import sensor
+except ImportError as e:  # plain Python on a PC: the camera, LCD and image modules are the board's
+    raise SystemExit("examples/maix_kpu_voc20.py is a MaixPy board script (%s): run it with\n"
+                     "  openkpu run examples/maix_kpu_voc20.py\n"
+                     "(options in its first lines), which provides the board's modules" % e)
 from maix import KPU
 
 names = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow", "diningtable",

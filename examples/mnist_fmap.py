@@ -3,7 +3,12 @@
 # kpu.fmap), then the 10 softmax probabilities of the whole network.
 #   python -m openkpu run examples/mnist_fmap.py --sd folder_with_mnist.kmodel --frames digits/ --lcd-out out/
 # Frames: a dark digit on light paper, roughly centred.
-import sensor, image, lcd, time
+try:
+    import sensor, image, lcd, time
+except ImportError as e:  # plain Python on a PC: the camera, LCD and image modules are the board's
+    raise SystemExit("examples/mnist_fmap.py is a MaixPy board script (%s): run it with\n"
+                     "  openkpu run examples/mnist_fmap.py\n"
+                     "(options in its first lines), which provides the board's modules" % e)
 import KPU as kpu
 
 lcd.init()

@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # ImageNet-1000 classification with MobileNet v1 0.75 (Maix-EMC, kmodel v3) on a 224x224 window of the camera.
 #   python -m openkpu run examples/mobilenet.py --sd folder_with_mbnetv1.kmodel_and_labels.txt --frames tiger224.bmp
-import sensor, image, lcd, time
+try:
+    import sensor, image, lcd, time
+except ImportError as e:  # plain Python on a PC: the camera, LCD and image modules are the board's
+    raise SystemExit("examples/mobilenet.py is a MaixPy board script (%s): run it with\n"
+                     "  openkpu run examples/mobilenet.py\n"
+                     "(options in its first lines), which provides the board's modules" % e)
 import KPU as kpu
 
 lcd.init()

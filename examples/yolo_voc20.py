@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # 20-class tiny-YOLOv2 (VOC: person, dog, car, ...) from the SD card, kmodel v3 compiled by nncase v0.1.0-rc5.
 #   python -m openkpu run examples/yolo_voc20.py --sd folder_with_yolo.kmodel --frames dog.bmp --lcd-out out/
-import sensor, image, lcd, time
+try:
+    import sensor, image, lcd, time
+except ImportError as e:  # plain Python on a PC: the camera, LCD and image modules are the board's
+    raise SystemExit("examples/yolo_voc20.py is a MaixPy board script (%s): run it with\n"
+                     "  openkpu run examples/yolo_voc20.py\n"
+                     "(options in its first lines), which provides the board's modules" % e)
 import KPU as kpu
 
 classes = ['aeroplane', 'bicycle', 'bird', 'boat', 'bottle', 'bus', 'car', 'cat', 'chair', 'cow', 'diningtable',

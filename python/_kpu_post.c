@@ -2,7 +2,7 @@
 /* CPython functions over the post-processing core (c_src/post): registered into the `_kpu` extension module by
  * okpu_py_add_post(), which the module init calls.
  *
- *   yolo2_decode(data, w, h, ch, anchors, threshold, nms, img_w, img_h) -> [(x, y, w, h, value, classid), ...]
+ *   yolo2_decode(data, w, h, ch, anchors, threshold, nms, img_w, img_h) -> [Box(x, y, w, h, value, classid), ...]
  *   face_encode(seq) -> bytes
  *   face_compare(a, b) -> float
  *
@@ -15,38 +15,42 @@
 
 #include <string.h>
 
+#include "core/floats.h"
 #include "post/face.h"
 #include "post/yolo2.h"
 
 int okpu_py_add_post(PyObject *module);
+/* python/_kpumodule.c: the error text from the core (okpu_error_format), records from Py_BuildValue tuples. */
+PyObject *okpu_py_raise(PyObject *exc_type, const char *what, const okpu_error *err);
+PyObject *okpu_py_raise_fmt(PyObject *exc_type, const char *what, int code, const char *fmt, ...);
+PyObject *okpu_py_record(PyTypeObject *type, PyObject *values);
 
+static PyStructSequence_Field box_fields[] = {
+    {"x", NULL}, {"y", NULL}, {"w", NULL}, {"h", NULL}, {"value", "probability of the class"},
+    {"classid", NULL}, {NULL, NULL}};
+static PyStructSequence_Desc box_desc = {"_kpu.Box", "One yolo2_decode detection, in image pixels.", box_fields, 6};
+static PyTypeObject BoxType;
+
+/* ValueError for bad arguments, MemoryError, OSError(code, text) for the rest. */
 static PyObject *raise_post_error(const char *what, const okpu_error *err, int code)
 {
-    const char *msg = (err && err->message[0]) ? err->message : "(no details)";
-    if (code == OKPU_ERR_PARAM) {
-        PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: %s error:%d, %s: %s", what, code, okpu_status_name(code), msg);
-    } else if (code == OKPU_ERR_NO_MEM) {
-        PyErr_Format(PyExc_MemoryError, "[MAIXPY]kpu: %s error:%d, %s: %s", what, code, okpu_status_name(code), msg);
-    } else {
-        PyObject *args = Py_BuildValue("(iN)", code,
-                                       PyUnicode_FromFormat("[MAIXPY]kpu: %s error:%d, %s: %s", what, code,
-                                                            okpu_status_name(code), msg));
-        if (args) {
-            PyErr_SetObject(PyExc_OSError, args);
-            Py_DECREF(args);
-        }
-    }
-    return NULL;
+    okpu_error e = *err;
+    e.code = code;
+    return okpu_py_raise(code == OKPU_ERR_PARAM ? PyExc_ValueError
+                         : code == OKPU_ERR_NO_MEM ? PyExc_MemoryError : PyExc_OSError, what, &e);
 }
 
-/* Read `obj` as float32 values into a new PyMem buffer of *n floats. `expect` >= 0: the count required. */
+/* Read `obj` as float32 values into a new PyMem buffer of *n floats. `expect` >= 0: the count required.
+ * The checks, their wording and the byte decoding are the core's (c_src/core/floats.h), shared with MicroPython. */
 static float *floats_from(PyObject *obj, Py_ssize_t expect, Py_ssize_t *n, const char *what)
 {
     float *out;
     Py_ssize_t i, count;
+    okpu_error err;
     if (PyObject_CheckBuffer(obj) && !PyUnicode_Check(obj)) {
         Py_buffer view;
         int is_float;
+        size_t ucount = 0;
         if (PyObject_GetBuffer(obj, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
             return NULL;
         is_float = view.itemsize == 4 && view.format &&
@@ -60,26 +64,19 @@ static float *floats_from(PyObject *obj, Py_ssize_t expect, Py_ssize_t *n, const
             PyBuffer_Release(&view);
             return NULL;
         }
-        if (view.len % 4 != 0) {
-            PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: %s: %zd bytes is not a whole number of float32 values",
-                         what, view.len);
+        if (okpu_floats_count_bytes((size_t)view.len, (long)expect, what, &ucount, &err) != OKPU_OK) {
             PyBuffer_Release(&view);
+            okpu_py_raise(PyExc_ValueError, NULL, &err);
             return NULL;
         }
-        count = view.len / 4;
-        if (expect >= 0 && count != expect) {
-            PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: error:%d, %s: %s has %zd floats, expected %zd",
-                         OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), what, count, expect);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
+        count = (Py_ssize_t)ucount;
         out = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
         if (!out) {
             PyBuffer_Release(&view);
             PyErr_NoMemory();
             return NULL;
         }
-        memcpy(out, view.buf, (size_t)count * sizeof(float)); /* copy: the source may be unaligned */
+        okpu_floats_read((const uint8_t *)view.buf, (size_t)count, out);
         PyBuffer_Release(&view);
         *n = count;
         return out;
@@ -91,10 +88,9 @@ static float *floats_from(PyObject *obj, Py_ssize_t expect, Py_ssize_t *n, const
             return NULL;
         }
         count = PySequence_Fast_GET_SIZE(seq);
-        if (expect >= 0 && count != expect) {
-            PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: error:%d, %s: %s has %zd values, expected %zd",
-                         OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), what, count, expect);
+        if (okpu_floats_check_count((size_t)count, (long)expect, what, &err) != OKPU_OK) {
             Py_DECREF(seq);
+            okpu_py_raise(PyExc_ValueError, NULL, &err);
             return NULL;
         }
         out = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
@@ -134,18 +130,15 @@ static PyObject *post_yolo2_decode(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnnOddii:yolo2_decode", &data_obj, &w, &h, &ch, &anchors_obj, &threshold, &nms,
                           &img_w, &img_h))
         return NULL;
-    if (w <= 0 || h <= 0 || ch <= 0 || w > 0xFFFF || h > 0xFFFF || ch > 0xFFFF) {
-        PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: error:%d, %s: yolo2 output shape %zdx%zdx%zd is invalid",
-                     OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), w, h, ch);
-        return NULL;
-    }
+    if (w <= 0 || h <= 0 || ch <= 0 || w > 0xFFFF || h > 0xFFFF || ch > 0xFFFF)
+        return okpu_py_raise_fmt(PyExc_ValueError, NULL, OKPU_ERR_PARAM, "yolo2 output shape %zdx%zdx%zd is invalid",
+                                 w, h, ch);
     anchors = floats_from(anchors_obj, -1, &n_anchors, "yolo2 anchors");
     if (!anchors)
         return NULL;
     if (n_anchors == 0 || n_anchors % 2 != 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "[MAIXPY]kpu: error:%d, %s: yolo2 anchors must be (w, h) pairs, got %zd values",
-                     OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), n_anchors);
+        okpu_py_raise_fmt(PyExc_ValueError, NULL, OKPU_ERR_PARAM, "yolo2 anchors must be (w, h) pairs, got %zd values",
+                          n_anchors);
         goto done;
     }
     data = floats_from(data_obj, w * h * ch, &n_data, "yolo2 output");
@@ -174,7 +167,8 @@ static PyObject *post_yolo2_decode(PyObject *module, PyObject *args)
         goto done;
     for (i = 0; i < (Py_ssize_t)count; i++) {
         const okpu_yolo2_box *b = boxes + i;
-        PyObject *t = Py_BuildValue("(iiiidi)", b->x, b->y, b->w, b->h, (double)b->value, b->classid);
+        PyObject *t = okpu_py_record(&BoxType, Py_BuildValue("(iiiidi)", b->x, b->y, b->w, b->h, (double)b->value,
+                                                             b->classid));
         if (!t) {
             Py_CLEAR(list);
             goto done;
@@ -228,10 +222,9 @@ static PyObject *post_face_compare(PyObject *module, PyObject *args)
         return NULL;
     }
     if (a.len != b.len || a.itemsize != 1 || b.itemsize != 1) {
-        PyErr_Format(PyExc_ValueError,
-                     "[MAIXPY]kpu: face_compare error:%d, %s: the two encodings must be byte strings of the same "
-                     "length (from face_encode of features of the same size), got %zd and %zd bytes",
-                     OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), a.len, b.len);
+        okpu_py_raise_fmt(PyExc_ValueError, "face_compare", OKPU_ERR_PARAM,
+                          "the two encodings must be byte strings of the same length (from face_encode of features of "
+                          "the same size), got %zd and %zd bytes", a.len, b.len);
         PyBuffer_Release(&a);
         PyBuffer_Release(&b);
         return NULL;
@@ -244,7 +237,7 @@ static PyObject *post_face_compare(PyObject *module, PyObject *args)
 
 static PyMethodDef post_methods[] = {
     {"yolo2_decode", post_yolo2_decode, METH_VARARGS,
-     "yolo2_decode(data, w, h, ch, anchors, threshold, nms, img_w, img_h) -> list of (x, y, w, h, value, classid)\n"
+     "yolo2_decode(data, w, h, ch, anchors, threshold, nms, img_w, img_h) -> list of Box(x, y, w, h, value, classid)\n"
      "YOLOv2 region decode of a float output (w, h, ch), anchor-major planar; classes = ch / anchor_num - 5;\n"
      "rectangles in img_w x img_h pixels, clamped to the image. `data` is not modified."},
     {"face_encode", post_face_encode, METH_O,
@@ -258,6 +251,13 @@ int okpu_py_add_post(PyObject *module)
     PyObject *v;
     if (PyModule_AddFunctions(module, post_methods) < 0)
         return -1;
+    if (!BoxType.tp_name && PyStructSequence_InitType2(&BoxType, &box_desc) < 0)
+        return -1;
+    Py_INCREF(&BoxType);
+    if (PyModule_AddObject(module, "Box", (PyObject *)&BoxType) < 0) {
+        Py_DECREF(&BoxType);
+        return -1;
+    }
     v = PyFloat_FromDouble(OKPU_FACE_SCORE_UNDEFINED);
     if (!v)
         return -1;

@@ -9,9 +9,12 @@
  *                  max_work=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass)
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
- *   _kpu.status_name(code)
+ *   _kpu.status_name(code); _kpu.error_text(what, code, message)
+ *   Records (named, still indexable tuples): LayerInfo (layers()), TensorInfo (inputs(), output_info()), Output
+ *   (output()), Box (yolo2_decode(), python/_kpu_post.c); memory() is a dict.
  *   _kpu.KpuDevice(memory): the virtual board's KPU register block (python/_kpu_device.c; CPython only)
  *
+ * Every error text comes from the core's okpu_error_format (the MicroPython module uses it too).
  * Errors: load failures -> ValueError("[MAIXPY]kpu: load error:<code>, <name>: <message>"); an input of the wrong
  * size -> ValueError("[MAIXPY]kpu: check img format err! error:2012, ERR_SIZE_NOTMATCH: <message>"); run and
  * output failures -> OSError(code, "[MAIXPY]kpu: ..."); wrong argument types -> TypeError; any use after free() ->
@@ -19,6 +22,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "okpu.h"
 
@@ -64,16 +70,31 @@ static int check_live(ModelObject *self)
     return 1;
 }
 
-static PyObject *raise_oserror(const char *what, const okpu_error *err, int code)
+/* The core's text for (code, message): "[MAIXPY]kpu: <what> error:<code>, <name>: <message>" (okpu_error_format). */
+static PyObject *error_text(const char *what, const okpu_error *err)
 {
-    PyObject *exc_args;
-    if (code == OKPU_OK)
-        code = OKPU_ERR_UNKNOWN;
-    /* OSError(code, message): errno = the MaixPy code, and the code is in the message too. */
-    exc_args = Py_BuildValue("(iN)", code,
-                             PyUnicode_FromFormat("[MAIXPY]kpu: %s error:%d, %s: %s", what, code,
-                                                  okpu_status_name(code),
-                                                  (err && err->message[0]) ? err->message : "(no details)"));
+    char text[OKPU_ERROR_TEXT_SIZE];
+    size_t n = okpu_error_format(err, what, text, sizeof text);
+    if (n >= sizeof text)
+        n = sizeof text - 1;
+    return PyUnicode_DecodeUTF8(text, (Py_ssize_t)n, "replace");
+}
+
+/* Raise `exc_type` with the core's text for `err`; OSError gets (code, text) so errno is the MaixPy code.
+ * Shared with python/_kpu_post.c. */
+PyObject *okpu_py_raise(PyObject *exc_type, const char *what, const okpu_error *err);
+PyObject *okpu_py_raise(PyObject *exc_type, const char *what, const okpu_error *err)
+{
+    PyObject *text = error_text(what, err), *exc_args;
+    int code = (err && err->code != OKPU_OK) ? err->code : OKPU_ERR_UNKNOWN;
+    if (!text)
+        return NULL;
+    if (exc_type != PyExc_OSError) {
+        PyErr_SetObject(exc_type, text);
+        Py_DECREF(text);
+        return NULL;
+    }
+    exc_args = Py_BuildValue("(iN)", code, text);
     if (!exc_args)
         return NULL;
     PyErr_SetObject(PyExc_OSError, exc_args);
@@ -81,13 +102,106 @@ static PyObject *raise_oserror(const char *what, const okpu_error *err, int code
     return NULL;
 }
 
+/* A binding-side failure (bad option, index out of range, argument count): the message is formatted here
+ * (PyUnicode_FromFormat: %R, %zd, ...), the error text by the core like every other. */
+PyObject *okpu_py_raise_fmt(PyObject *exc_type, const char *what, int code, const char *fmt, ...);
+PyObject *okpu_py_raise_fmt(PyObject *exc_type, const char *what, int code, const char *fmt, ...)
+{
+    okpu_error err;
+    PyObject *msg;
+    const char *utf8;
+    va_list ap;
+    va_start(ap, fmt);
+    msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (!msg)
+        return NULL;
+    utf8 = PyUnicode_AsUTF8(msg);
+    if (!utf8) {
+        Py_DECREF(msg);
+        return NULL;
+    }
+    memset(&err, 0, sizeof err);
+    err.code = code;
+    err.layer = -1;
+    err.offset = -1;
+    snprintf(err.message, sizeof err.message, "%s", utf8);
+    Py_DECREF(msg);
+    return okpu_py_raise(exc_type, what, &err);
+}
+
+static PyObject *raise_oserror(const char *what, const okpu_error *err, int code)
+{
+    okpu_error e = *err;
+    e.code = code;
+    return okpu_py_raise(PyExc_OSError, what, &e);
+}
+
+/* ---- records: named tuples (attribute access, and still indexable as the tuples they replace) ---------------- */
+
+static PyStructSequence_Field layer_fields[] = {
+    {"index", "layer index"}, {"type", "v3 layer type id or v4 opcode"}, {"type_name", "its name"},
+    {"body_offset", "absolute file offset of the body"}, {"body_size", "declared body size"},
+    {"is_kpu", "1 for a KPU convolution (the fields below come from its argument words)"},
+    {"wi", NULL}, {"hi", NULL}, {"chi", NULL}, {"wo", NULL}, {"ho", NULL}, {"cho", NULL},
+    {"depthwise", NULL}, {"kernel_type", "0 = 1x1, 1 = 3x3"}, {"pool_type", NULL},
+    {"para_size", "KPU: para_size; other layers: body size (MaixPy's convention)"},
+    {"macs", "multiply-accumulates on the KPU (0 for CPU layers)"},
+    {"out_typecode", "'B' or 'f': what the layer writes"}, {"out_n", NULL}, {"out_c", NULL}, {"out_h", NULL},
+    {"out_w", NULL}, {NULL, NULL}};
+static PyStructSequence_Desc layer_desc = {"_kpu.LayerInfo", "One layer of a model (Model.layers()).", layer_fields,
+                                           22};
+static PyTypeObject LayerInfoType;
+
+static PyStructSequence_Field tensor_fields[] = {
+    {"typecode", "'B' (planar u8 CHW) or 'f' (float32)"}, {"n", NULL}, {"c", NULL}, {"h", NULL}, {"w", NULL},
+    {"bytes", "byte size"}, {NULL, NULL}};
+static PyStructSequence_Desc tensor_desc = {"_kpu.TensorInfo", "A model input or output as the model declares it.",
+                                            tensor_fields, 6};
+static PyTypeObject TensorInfoType;
+
+static PyStructSequence_Field output_fields[] = {
+    {"data", "a copy of the output bytes"}, {"typecode", "'B' or 'f'"}, {"n", NULL}, {"c", NULL}, {"h", NULL},
+    {"w", NULL}, {"layer", "index of the layer that produced it"}, {NULL, NULL}};
+static PyStructSequence_Desc output_desc = {"_kpu.Output", "An output of the last run (Model.output()).",
+                                            output_fields, 7};
+static PyTypeObject OutputType;
+
+/* Fill a new record from a Py_BuildValue tuple of the same length (one place that knows how to build records). */
+static PyObject *make_record(PyTypeObject *type, PyObject *values)
+{
+    PyObject *rec;
+    Py_ssize_t i, n;
+    if (!values)
+        return NULL;
+    rec = PyStructSequence_New(type);
+    if (!rec) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    n = PyTuple_GET_SIZE(values);
+    for (i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(values, i);
+        Py_INCREF(v);
+        PyStructSequence_SET_ITEM(rec, i, v);
+    }
+    Py_DECREF(values);
+    return rec;
+}
+
+PyObject *okpu_py_record(PyTypeObject *type, PyObject *values);
+PyObject *okpu_py_record(PyTypeObject *type, PyObject *values)
+{
+    return make_record(type, values);
+}
+
 /* ---- Model.__new__ / dealloc -------------------------------------------------------------------------------- */
 
 static int check_enum(const char *name, int value, int max)
 {
     if (value < 0 || value > max) {
-        PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: load error:%d, %s: option %s=%d out of range 0..%d",
-                     OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), name, value, max);
+        okpu_py_raise_fmt(PyExc_ValueError, "load", OKPU_ERR_PARAM, "option %s=%d out of range 0..%d", name, value,
+                          max);
         return 0;
     }
     return 1;
@@ -116,11 +230,10 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         unsigned long long mw = PyLong_Check(max_work) ? PyLong_AsUnsignedLongLong(max_work) : 0;
         if (!PyLong_Check(max_work) || PyErr_Occurred() || mw == 0) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError,
-                         "[MAIXPY]kpu: load error:%d, ERR_PARAM: max_work must be a positive int below 2**64 "
-                         "(operations a forward pass may cost; default %llu), not %R",
-                         OKPU_ERR_PARAM, (unsigned long long)OKPU_DEFAULT_MAX_WORK, max_work);
-            return NULL;
+            return okpu_py_raise_fmt(PyExc_ValueError, "load", OKPU_ERR_PARAM,
+                                     "max_work must be a positive int below 2**64 (operations a forward pass may "
+                                     "cost; default %llu), not %R",
+                                     (unsigned long long)OKPU_DEFAULT_MAX_WORK, max_work);
         }
         opts.max_work = (uint64_t)mw;
     }
@@ -157,9 +270,7 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     err.offset = -1;
     self->model = okpu_model_load((const uint8_t *)self->view.buf, (size_t)self->view.len, &opts, &err);
     if (!self->model) {
-        int code = err.code ? err.code : OKPU_ERR_UNKNOWN;
-        PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: load error:%d, %s: %s", code, okpu_status_name(code),
-                     err.message[0] ? err.message : "(no details)");
+        okpu_py_raise(PyExc_ValueError, "load", &err);
         Py_DECREF(self); /* dealloc releases the buffer */
         return NULL;
     }
@@ -182,11 +293,12 @@ static PyObject *Model_version(ModelObject *self, PyObject *unused)
     return PyLong_FromLong(okpu_model_version(self->model));
 }
 
-/* (typecode, n, c, h, w, nbytes): how inputs() and output_info() describe a tensor. */
+/* TensorInfo(typecode, n, c, h, w, bytes): how inputs() and output_info() describe a tensor. */
 static PyObject *tensor_tuple(const okpu_tensor *t)
 {
-    return Py_BuildValue("(NkkkkI)", typecode_str(t->dtype), (unsigned long)t->n, (unsigned long)t->c,
-                         (unsigned long)t->h, (unsigned long)t->w, (unsigned int)t->bytes);
+    return make_record(&TensorInfoType,
+                       Py_BuildValue("(NkkkkI)", typecode_str(t->dtype), (unsigned long)t->n, (unsigned long)t->c,
+                                     (unsigned long)t->h, (unsigned long)t->w, (unsigned int)t->bytes));
 }
 
 static PyObject *Model_inputs(ModelObject *self, PyObject *unused)
@@ -232,14 +344,9 @@ static PyObject *Model_set_input(ModelObject *self, PyObject *args)
     rc = okpu_model_set_input(self->model, index, buf.buf, (size_t)buf.len, &err);
     PyBuffer_Release(&buf);
     if (rc != OKPU_OK) {
-        const char *msg = err.message[0] ? err.message : "(no details)";
-        if (rc == OKPU_ERR_SIZE_NOTMATCH)
-            PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: check img format err! error:%d, %s: %s", rc,
-                         okpu_status_name(rc), msg);
-        else
-            PyErr_Format(PyExc_ValueError, "[MAIXPY]kpu: set input error:%d, %s: %s", rc, okpu_status_name(rc),
-                         msg);
-        return NULL;
+        err.code = rc;
+        return okpu_py_raise(PyExc_ValueError, rc == OKPU_ERR_SIZE_NOTMATCH ? "check img format err!" : "set input",
+                             &err);
     }
     Py_RETURN_NONE;
 }
@@ -269,19 +376,10 @@ static PyObject *Model_output_info(ModelObject *self, PyObject *args)
         return NULL;
     if (!check_live(self))
         return NULL;
-    if (okpu_model_output_info(self->model, index, &t) != OKPU_OK) {
-        PyObject *exc = Py_BuildValue("(iN)", OKPU_ERR_IDX_OUTRANGE,
-                                      PyUnicode_FromFormat("[MAIXPY]kpu: output error:%d, %s: output index %d out "
-                                                           "of range, the model has %d output(s)",
-                                                           OKPU_ERR_IDX_OUTRANGE,
-                                                           okpu_status_name(OKPU_ERR_IDX_OUTRANGE), index,
-                                                           okpu_model_output_count(self->model)));
-        if (exc) {
-            PyErr_SetObject(PyExc_OSError, exc);
-            Py_DECREF(exc);
-        }
-        return NULL;
-    }
+    if (okpu_model_output_info(self->model, index, &t) != OKPU_OK)
+        return okpu_py_raise_fmt(PyExc_OSError, "output", OKPU_ERR_IDX_OUTRANGE,
+                                 "output index %d out of range, the model has %d output(s)", index,
+                                 okpu_model_output_count(self->model));
     return tensor_tuple(&t);
 }
 
@@ -309,8 +407,9 @@ static PyObject *Model_output(ModelObject *self, PyObject *args)
     rc = okpu_model_output(self->model, index, &t, &data, &err);
     if (rc != OKPU_OK)
         return raise_oserror("get output", &err, rc);
-    return Py_BuildValue("(y#Nkkkki)", (const char *)data, (Py_ssize_t)(data ? t.bytes : 0), typecode_str(t.dtype),
-                         (unsigned long)t.n, (unsigned long)t.c, (unsigned long)t.h, (unsigned long)t.w, t.layer);
+    return make_record(&OutputType, Py_BuildValue("(y#Nkkkki)", (const char *)data, (Py_ssize_t)(data ? t.bytes : 0),
+                                                  typecode_str(t.dtype), (unsigned long)t.n, (unsigned long)t.c,
+                                                  (unsigned long)t.h, (unsigned long)t.w, t.layer));
 }
 
 static PyObject *Model_layers(ModelObject *self, PyObject *unused)
@@ -330,13 +429,13 @@ static PyObject *Model_layers(ModelObject *self, PyObject *unused)
         memset(&li, 0, sizeof li);
         if (okpu_model_layer_info(self->model, i, &li) != OKPU_OK)
             continue;
-        item = Py_BuildValue("(ikskkikkkkkkiiikKNkkkk)", li.index, (unsigned long)li.type,
+        item = make_record(&LayerInfoType, Py_BuildValue("(ikskkikkkkkkiiikKNkkkk)", li.index, (unsigned long)li.type,
                              li.type_name ? li.type_name : "?", (unsigned long)li.body_offset,
                              (unsigned long)li.body_size, li.is_kpu, (unsigned long)li.wi, (unsigned long)li.hi,
                              (unsigned long)li.chi, (unsigned long)li.wo, (unsigned long)li.ho, (unsigned long)li.cho,
                              li.depthwise, li.kernel_type, li.pool_type, (unsigned long)li.para_size,
                              (unsigned long long)li.macs, typecode_str(li.output.dtype), (unsigned long)li.output.n,
-                             (unsigned long)li.output.c, (unsigned long)li.output.h, (unsigned long)li.output.w);
+                             (unsigned long)li.output.c, (unsigned long)li.output.h, (unsigned long)li.output.w));
         if (!item || PyList_Append(list, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(list);
@@ -355,9 +454,10 @@ static PyObject *Model_memory(ModelObject *self, PyObject *unused)
         return NULL;
     memset(&mi, 0, sizeof mi);
     okpu_model_memory(self->model, &mi);
-    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:k,s:k,s:k,s:K,s:K,s:K}", "model_bytes", (Py_ssize_t)mi.model_bytes,
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n,s:k,s:k,s:k,s:K,s:K,s:K}", "model_bytes", (Py_ssize_t)mi.model_bytes,
                          "model_alloc", (Py_ssize_t)mi.model_alloc, "main_mem", (Py_ssize_t)mi.main_mem,
                          "context_bytes", (Py_ssize_t)mi.context_bytes, "sram_total", (Py_ssize_t)mi.sram_total,
+                         "backend_scratch", (Py_ssize_t)mi.backend_scratch,
                          "kpu_rows_used", (unsigned long)mi.kpu_rows_used, "kpu_row_lo", (unsigned long)mi.kpu_row_lo,
                          "kpu_row_hi", (unsigned long)mi.kpu_row_hi, "kpu_macs", (unsigned long long)mi.kpu_macs,
                          "work", (unsigned long long)mi.work, "max_work", (unsigned long long)mi.max_work);
@@ -418,19 +518,20 @@ static PyObject *Model_freed(ModelObject *self, PyObject *unused)
 static PyMethodDef Model_methods[] = {
     {"version", (PyCFunction)Model_version, METH_NOARGS, "kmodel format version (3 or 4)."},
     {"inputs", (PyCFunction)Model_inputs, METH_NOARGS,
-     "List of inputs as (typecode, n, c, h, w, nbytes); typecode 'B' (planar u8 CHW) or 'f' (float32)."},
+     "List of inputs as TensorInfo(typecode, n, c, h, w, bytes); typecode 'B' (planar u8 CHW) or 'f' (float32)."},
     {"set_input", (PyCFunction)Model_set_input, METH_VARARGS,
      "set_input(index, buffer): copy a bytes-like input of exactly nbytes into place."},
     {"run", (PyCFunction)(void (*)(void))Model_run, METH_VARARGS | METH_KEYWORDS,
      "run(n_layers=0): run layers [0, n_layers) (<= 0: all). Raises OSError on failure."},
     {"output_count", (PyCFunction)Model_output_count, METH_NOARGS, "Number of model outputs."},
     {"output_info", (PyCFunction)Model_output_info, METH_VARARGS,
-     "output_info(index) -> (typecode, n, c, h, w, nbytes): output index as the model declares it, without running."},
+     "output_info(index) -> TensorInfo(typecode, n, c, h, w, bytes): output index as the model declares it, "
+     "without running."},
     {"output", (PyCFunction)Model_output, METH_VARARGS,
-     "output(index) -> (bytes, typecode, n, c, h, w, layer): a copy of output index of the last run."},
+     "output(index) -> Output(data, typecode, n, c, h, w, layer): a copy of output index of the last run."},
     {"layers", (PyCFunction)Model_layers, METH_NOARGS,
-     "Per-layer tuples (index, type, type_name, body_offset, body_size, is_kpu, wi, hi, chi, wo, ho, cho, "
-     "depthwise, kernel_type, pool_type, para_size, macs, out_typecode, out_n, out_c, out_h, out_w)."},
+     "Per-layer LayerInfo records (index, type, type_name, body_offset, body_size, is_kpu, wi, hi, chi, wo, ho, "
+     "cho, depthwise, kernel_type, pool_type, para_size, macs, out_typecode, out_n, out_c, out_h, out_w)."},
     {"memory", (PyCFunction)Model_memory, METH_NOARGS, "What the model costs on a K210 (okpu_memory_info as a dict)."},
     {"work", (PyCFunction)Model_work, METH_NOARGS, "Each layer's work (MACs or elements touched), in layer order."},
     {"kpu_ram", (PyCFunction)Model_kpu_ram, METH_NOARGS, "A copy of the emulated 2 MiB KPU RAM, or None."},
@@ -461,8 +562,27 @@ static PyObject *kpu_status_name(PyObject *module, PyObject *arg)
     return PyUnicode_FromString(okpu_status_name((int)code));
 }
 
+/* error_text(what, code, message): the text the bindings raise, for KPU.py's own errors (one wording everywhere). */
+static PyObject *kpu_error_text(PyObject *module, PyObject *args)
+{
+    const char *what, *message;
+    int code;
+    okpu_error err;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "zis:error_text", &what, &code, &message))
+        return NULL;
+    memset(&err, 0, sizeof err);
+    err.code = code;
+    err.layer = -1;
+    err.offset = -1;
+    snprintf(err.message, sizeof err.message, "%s", message);
+    return error_text(what, &err);
+}
+
 static PyMethodDef module_methods[] = {
     {"status_name", kpu_status_name, METH_O, "status_name(code) -> 'ERR_KMODEL_FORMAT' etc."},
+    {"error_text", kpu_error_text, METH_VARARGS,
+     "error_text(what, code, message) -> '[MAIXPY]kpu: <what> error:<code>, <name>: <message>' (what may be None)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef kpu_module = {
@@ -482,6 +602,10 @@ PyMODINIT_FUNC PyInit__kpu(void)
     PyObject *m;
     if (PyType_Ready(&ModelType) < 0)
         return NULL;
+    if ((!LayerInfoType.tp_name && PyStructSequence_InitType2(&LayerInfoType, &layer_desc) < 0) ||
+        (!TensorInfoType.tp_name && PyStructSequence_InitType2(&TensorInfoType, &tensor_desc) < 0) ||
+        (!OutputType.tp_name && PyStructSequence_InitType2(&OutputType, &output_desc) < 0))
+        return NULL;
     m = PyModule_Create(&kpu_module);
     if (!m)
         return NULL;
@@ -491,7 +615,13 @@ PyMODINIT_FUNC PyInit__kpu(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddStringConstant(m, "BACKEND", "emulator") < 0 || /* the board's _kpu says "k210" */
+    Py_INCREF(&LayerInfoType);
+    Py_INCREF(&TensorInfoType);
+    Py_INCREF(&OutputType);
+    if (PyModule_AddObject(m, "LayerInfo", (PyObject *)&LayerInfoType) < 0 ||
+        PyModule_AddObject(m, "TensorInfo", (PyObject *)&TensorInfoType) < 0 ||
+        PyModule_AddObject(m, "Output", (PyObject *)&OutputType) < 0 ||
+        PyModule_AddStringConstant(m, "BACKEND", "emulator") < 0 || /* the board's _kpu says "k210" */
         PyModule_AddIntConstant(m, "KPU_RAM_SIZE", (long)OKPU_KPU_RAM_SIZE) < 0 ||
         PyModule_AddIntConstant(m, "KPU_RAM_ROWS", (long)OKPU_KPU_RAM_ROWS) < 0 ||
         PyModule_AddIntConstant(m, "KPU_ROW_BYTES", (long)OKPU_KPU_ROW_BYTES) < 0 ||

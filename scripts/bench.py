@@ -60,10 +60,10 @@ def bench(path, runs):
     data = path.read_bytes()
     load_s = median_time(lambda: _kpu.Model(data).free(), runs)
     model = _kpu.Model(data)
-    for index, (typecode, n, c, h, w, nbytes) in enumerate(model.inputs()):
+    for index, inp in enumerate(model.inputs()):
         # A deterministic, non-trivial input: the forward time does not depend on the values.
-        model.set_input(index, bytes((i * 37 + 11) & 0xFF for i in range(nbytes)) if typecode == "B"
-                        else bytes(nbytes))
+        model.set_input(index, bytes((i * 37 + 11) & 0xFF for i in range(inp.bytes)) if inp.typecode == "B"
+                        else bytes(inp.bytes))
     model.run()  # warm-up
     fwd_s = median_time(model.run, runs)
     mem = model.memory()
@@ -75,10 +75,9 @@ def conv_shapes(path):
     """[[w, h, in_c, out_c, kernel, depthwise], ...] of the model's KPU layers, at input resolution."""
     model = _kpu.Model(path.read_bytes())
     out = []
-    for layer in model.layers():
-        (_i, _t, _name, _off, _size, is_kpu, wi, hi, chi, _wo, _ho, cho, depthwise, kernel_type) = layer[:14]
-        if is_kpu:
-            out.append([wi, hi, chi, cho, 3 if kernel_type == 1 else 1, int(bool(depthwise))])
+    for t in model.layers():
+        if t.is_kpu:
+            out.append([t.wi, t.hi, t.chi, t.cho, 3 if t.kernel_type == 1 else 1, int(bool(t.depthwise))])
     model.free()
     return out
 

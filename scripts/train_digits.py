@@ -191,7 +191,7 @@ def emulator_predictions(kmodel, images):
     for img in images:
         m.set_input(0, np.ascontiguousarray(img, dtype=np.uint8).tobytes())
         m.run()
-        data = m.output(0)[0]
+        data = m.output(0).data
         preds.append(int(np.argmax(np.frombuffer(data, dtype="<f4"))))
     return np.array(preds)
 

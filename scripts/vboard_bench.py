@@ -86,7 +86,7 @@ def main(argv=None):
     for name, addr, size in present:
         _, load_s = run(board, "import gc, KPU as kpu\nt = None\ngc.collect()\nt = kpu.load(0x%x)\n"
                                "inp = t.net_arg().inputs()[0]\n"
-                               "x = [0.5] * (inp[5] // 4) if inp[0] == 'f' else bytes(inp[5])\n" % addr)
+                               "x = [0.5] * (inp.bytes // 4) if inp.typecode == 'f' else bytes(inp.bytes)\n" % addr)
         times, virt = [], []
         for _ in range(args.runs):
             out, dt = run(board, "import time\nt0 = time.ticks_us()\nkpu.forward(t, x)\n"

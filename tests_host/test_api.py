@@ -362,9 +362,11 @@ def test_memtest_prints_numbers(tiny, testdata, capsys):
         line = line[0]
         for key in ("sram_total", "model_bytes", "main_mem", "kpu_rows_used"):
             assert str(info[key]) in line, (key, line)
-        assert "6291456" in line and "32768" in line and "fits" in line
+        room = kpu.budget()["for_models"]  # the budget `openkpu fit` uses by default
+        assert "of %d;" % room in line and "32768" in line and line.endswith("; fits")
+        assert kpu.rows_text(info["kpu_row_lo"], info["kpu_row_hi"]) in line
     total = kpu.memory(a)["sram_total"] + kpu.memory(b)["sram_total"]
-    assert str(total) in out and str(6291456 - total) in out
+    assert str(total) in out and "%d B left: fit" % (kpu.budget()["for_models"] - total) in out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -488,7 +490,8 @@ def test_binding_errors(tiny):
     assert tc == "f" and len(raw) == 12 and n * c * h * w == 3 and layer == 0
     assert m.kpu_ram() is None or len(m.kpu_ram()) == 2 * 1024 * 1024
     assert set(m.memory()) == {"model_bytes", "model_alloc", "main_mem", "context_bytes", "sram_total",
-                               "kpu_rows_used", "kpu_row_lo", "kpu_row_hi", "kpu_macs", "work", "max_work"}
+                               "backend_scratch", "kpu_rows_used", "kpu_row_lo", "kpu_row_hi", "kpu_macs", "work",
+                               "max_work"}
     assert len(m.layers()[0]) == 22
     m.free()
     m.free()
@@ -547,3 +550,50 @@ def test_image_module(tmp_path):
     assert raw.get_pixel(2, 1) == 5 and raw.ai_data()[3] == bytes(range(6))
     with pytest.raises(ValueError):
         image.Image(width=3, height=2, format=image.GRAYSCALE, data=b"12")
+
+
+def test_binding_returns_named_records(tiny):
+    """layers(), inputs(), output_info(), output() and yolo2_decode() give records: fields by name, and still the
+    tuples they were (indexing, slicing, unpacking, equality)."""
+    m = _kpu.Model(tiny.read_bytes())
+    inp = m.inputs()[0]
+    assert isinstance(inp, _kpu.TensorInfo) and inp == ("f", 1, 1, 1, 4, 16)
+    assert (inp.typecode, inp.n, inp.c, inp.h, inp.w, inp.bytes) == tuple(inp) and inp[5] == inp.bytes
+    info = m.output_info(0)
+    assert isinstance(info, _kpu.TensorInfo) and info.bytes == 12 and info.typecode == "f"
+    layer = m.layers()[0]
+    assert isinstance(layer, _kpu.LayerInfo) and len(layer) == 22
+    names = ("index", "type", "type_name", "body_offset", "body_size", "is_kpu", "wi", "hi", "chi", "wo", "ho",
+             "cho", "depthwise", "kernel_type", "pool_type", "para_size", "macs", "out_typecode", "out_n", "out_c",
+             "out_h", "out_w")
+    assert tuple(getattr(layer, n) for n in names) == tuple(layer)
+    assert layer.index == 0 and layer.is_kpu == 0 and layer.out_typecode == "f" and layer.body_size > 0
+    m.set_input(0, struct.pack("<4f", 1, 2, 3, 4))
+    m.run()
+    out = m.output(0)
+    assert isinstance(out, _kpu.Output) and out.data == out[0] and out[1:] == ("f", out.n, out.c, out.h, out.w, 0)
+    assert struct.unpack("<3f", out.data) == (30.5, 7.0, 5.0) and out.layer == 0
+    grid = [0.0] * (2 * 2 * 6)
+    box = _kpu.yolo2_decode(grid, 2, 2, 6, [1.0, 1.0], 0.0, 0.3, 10, 10)[0]
+    assert isinstance(box, _kpu.Box) and (box.x, box.y, box.w, box.h, box.value, box.classid) == tuple(box)
+    assert repr(box).startswith("_kpu.Box(x=")
+
+
+def test_error_text_is_the_cores(tiny):
+    """Every error text the binding raises comes from okpu_error_format, which _kpu.error_text exposes: the text of
+    a binding error equals error_text of its parts."""
+    assert _kpu.error_text("load", 2002, "x") == "[MAIXPY]kpu: load error:2002, ERR_KMODEL_VERSION: x"
+    assert _kpu.error_text(None, 2001, "y") == "[MAIXPY]kpu: error:2001, ERR_PARAM: y"
+    assert _kpu.error_text("", 0, "") == "[MAIXPY]kpu: error:2015, ERR_UNKNOWN: (no details)"
+    m = _kpu.Model(tiny.read_bytes())
+    with pytest.raises(OSError) as e:
+        m.output_info(3)
+    prefix = _kpu.error_text("output", 2011, "")[:-len("(no details)")]
+    assert e.value.args[0] == 2011 and e.value.args[1].startswith(prefix)
+    with pytest.raises(ValueError) as e:
+        _kpu.Model(b"\x05\x00\x00\x00" + bytes(60))
+    text = str(e.value)
+    assert text == _kpu.error_text("load", 2002, text.split("ERR_KMODEL_VERSION: ", 1)[1])
+    with pytest.raises(ValueError) as e:
+        kpu.load(str(tiny) + ".missing")
+    assert str(e.value).startswith(_kpu.error_text("load", 2005, "cannot open model file")[:-1])

@@ -110,6 +110,20 @@ def test_face_encode_compare_fixed_bugs():
     assert kpu.face_compare(enc, neg) < 1.0
 
 
+def test_face_encode_enforces_its_documented_limit():
+    """docs/maixpy-kpu-api.md: face_encode quantises a feature vector of at most 512 floats; the shim enforces it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "maixpy-kpu-api.md")) as f:
+        assert "quantise a feature vector (<= %d floats)" % kpu.FACE_FEATURES_MAX in f.read()
+    assert kpu.FACE_FEATURES_MAX == 512
+    assert len(kpu.face_encode([0.1] * 512)) == 512
+    for too_many in ([0.1] * 513, tuple([0.0] * 1000)):
+        with pytest.raises(ValueError) as e:
+            kpu.face_encode(too_many)
+        assert str(e.value) == ("[MAIXPY]kpu: face_encode error:2001, ERR_PARAM: the feature has %d values, at most "
+                                "512 are encoded" % len(too_many))
+
+
 def test_image_roi_and_drawing():
     img = image.Image()
     assert (img.width(), img.height()) == (320, 240)

@@ -320,3 +320,61 @@ def test_rv64_matches_host(host_mpy, rv64_elf, workdir, tmp_path, name):
     # picolibc sends the semihosting console to QEMU's stderr
     got = r.stdout + r.stderr
     assert_same("host", expected, "rv64", got)
+
+
+RECORDS_SNIPPET = """
+import _kpu
+import KPU as kpu
+m = _kpu.Model(open(WORKDIR + '/tiny_conv.kmodel', 'rb').read())
+li = m.layers()[0]
+print(li)
+print(li.index, li.type_name, li.is_kpu, li.wo, li.ho, li.cho, li.out_typecode, li[2], li[-1], len(li))
+print(li == tuple(li), tuple(li) == li, li[1:4])
+inp = m.inputs()[0]
+print(inp, inp.typecode, inp.bytes, inp[5], m.output_info(0).bytes)
+m.set_input(0, bytes(inp.bytes))
+m.run()
+o = m.output(0)
+print(o.typecode, o.n, o.c, o.h, o.w, o.layer, len(o.data), o[1:])
+print(sorted(m.memory().items()))
+boxes = _kpu.yolo2_decode([0.0] * 24, 2, 2, 6, [1.0, 1.0], 0.0, 0.3, 10, 10)
+print(boxes[0], boxes[0].classid, boxes[0].value)
+for what, code, msg in ((None, 2001, 'x'), ('load', 0, ''), ('run', 2008, 'layer 3')):
+    print(_kpu.error_text(what, code, msg))
+for call in (lambda: _kpu.Model(b'abcd' * 20), lambda: m.output_info(4), lambda: m.set_input(0, b'12'),
+             lambda: _kpu.yolo2_decode(b'123', 2, 2, 6, [1.0, 1.0], 0.0, 0.3, 10, 10),
+             lambda: kpu.face_encode([0.1] * 513), lambda: kpu.load(-1)):
+    try:
+        call()
+    except Exception as e:
+        print(type(e).__name__, '|'.join([str(a) for a in e.args]))
+print(len(kpu.face_encode([0.1] * 512)), kpu.FACE_FEATURES_MAX)
+print(sorted(kpu.budget().items()), sorted(kpu.budget('minimum', None, 256 * 1024).items()))
+print(kpu.rows_text(3, 10), kpu.rows_text(4, 4))
+net = kpu.load(WORKDIR + '/tiny_conv.kmodel')
+print(kpu.netinfo(net)[0], sorted(kpu.memory(net).items()))
+kpu.memtest()
+kpu.deinit(net)
+"""
+
+
+def test_records_errors_and_budget_match_cpython(host_mpy, workdir, tmp_path):
+    """Both bindings: named records (same names, same printed form, still tuples), error text from the core,
+    backend_scratch in memory(), and KPU.py's budget, verdict, row notation and face_encode limit."""
+    outs = []
+    for runner in ("cpython", "mpy"):
+        src = tmp_path / ("records_%s.py" % runner)
+        src.write_text(prelude(workdir) + RECORDS_SNIPPET)
+        if runner == "cpython":
+            cmd = [sys.executable, str(src)]
+        else:
+            cmd = [str(host_mpy), str(src)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+        assert r.returncode == 0, (runner, r.stdout[-3000:], r.stderr[-3000:])
+        outs.append("\n".join(line for line in r.stdout.replace("\r\n", "\n").splitlines() if "gc heap" not in line))
+    assert_same("CPython", outs[0], "MicroPython", outs[1])
+    out = outs[0]
+    assert "_kpu.LayerInfo(index=0, type=" in out and "True True" in out and "'backend_scratch'" in out
+    assert "[MAIXPY]kpu: error:2001, ERR_PARAM: x" in out and "_kpu.Box(x=" in out
+    assert "face_encode error:2001, ERR_PARAM: the feature has 513 values, at most 512 are encoded" in out
+    assert "rows 3..9 no rows" in out and "B left: fit" in out

@@ -396,11 +396,34 @@ def test_fit_models_that_fit_alone_but_not_together(tmp_path, capsys):
     assert report["together"]["sram_total"] == sum(sizes)
     assert report["together"]["spare_bytes"] == room - sum(sizes)
     assert report["together"]["first_failing_load"] == 1
-    assert sorted(report["groups"]) == [[paths[0]], [paths[1]]]
+    assert report["groups"] == []  # a model alone is not a group
     rc, out, _ = run_tool(capsys, *argv)
     assert rc == 1 and "DO NOT FIT" in out and "one at a time" in out
+    assert "no two of them fit together" in out and "can be loaded together" not in out
     assert "kpu.load of model #2 (%s) is the first to fail" % paths[1] in out
     assert "Verdict: DOES NOT FIT (%d B over" % (sum(sizes) - room) in out
+
+
+def test_fit_groups_are_real_groups_without_duplicates(tmp_path, capsys):
+    """small + a and small + b fit, a + b does not; small is given twice: each group has two or more models, no
+    group is printed twice, and every printed group fits while adding any other model to it would not."""
+    small, a, b = v3_float_model(), v3_kpu_model(), v4_kpu_model()
+    sizes = [_kpu.Model(d).memory()["sram_total"] for d in (small, a, b)]
+    room = max(sizes[1], sizes[2]) + sizes[0] + 100
+    assert sizes[1] + sizes[2] > room and 2 * sizes[0] + max(sizes[1], sizes[2]) > room
+    paths = [write(tmp_path, "small.kmodel", small), write(tmp_path, "a.kmodel", a), write(tmp_path, "b.kmodel", b)]
+    argv = ("fit", paths[0], paths[1], paths[0], paths[2], "--firmware-bytes", str(firmware_bytes_for_room(room)))
+    rc, report, _ = run_json(capsys, *argv)
+    assert rc == 1
+    groups = [sorted(g) for g in report["groups"]]
+    assert sorted(groups) == sorted([sorted([paths[0], paths[1]]), sorted([paths[0], paths[2]]),
+                                     [paths[0], paths[0]]])
+    assert len(set(map(tuple, groups))) == len(groups)
+    rc, out, _ = run_tool(capsys, *argv)
+    lines = out.splitlines()
+    start = lines.index("  these can be loaded together:")
+    printed = [line.strip() for line in lines[start + 1:] if line.startswith("    ")]
+    assert len(printed) == 3 and len(set(printed)) == 3 and all(" + " in line for line in printed)
 
 
 def test_fit_more_than_five_models(tmp_path, capsys):
@@ -408,7 +431,7 @@ def test_fit_more_than_five_models(tmp_path, capsys):
     rc, report, _ = run_json(capsys, "fit", *([path] * 6))
     assert rc == 1 and report["together"]["spare_bytes"] > 0  # memory is fine, the count is not
     assert report["together"]["first_failing_load"] == 5
-    assert report["groups"] and all(len(g) == 5 for g in report["groups"])
+    assert report["groups"] == [[path] * 5]  # the six ways to pick five copies are one group
     assert any("at most 5 models" in tip for tip in report["advice"])
     rc, out, _ = run_tool(capsys, "fit", *([path] * 6))
     assert rc == 1 and "Verdict: DOES NOT FIT (6 models, MaixPy loads at most 5 at once)" in out
@@ -458,7 +481,7 @@ def test_fit_real_models(testdata, capsys):
     rc, report, _ = run_json(capsys, "fit", mbnet, face)
     assert rc == 1
     assert report["models"][0]["over_bytes"] == sram - FULL_FIRMWARE_ROOM
-    assert report["models"][1]["fits_alone"] and report["groups"] == [[str(face)]]
+    assert report["models"][1]["fits_alone"] and report["groups"] == []
     rc, out, _ = run_tool(capsys, "fit", mbnet)
     assert rc == 1 and "DOES NOT FIT (%d B over)" % (sram - FULL_FIRMWARE_ROOM) in out
     assert "kpu.load_flash" in out and "--firmware minimum" in out

@@ -43,3 +43,20 @@ int okpu_fail(okpu_error *err, int code, int layer, long offset, const char *fmt
     }
     return code;
 }
+
+size_t okpu_error_format(const okpu_error *e, const char *what, char *buf, size_t size)
+{
+    int code = (e && e->code != OKPU_OK) ? e->code : OKPU_ERR_UNKNOWN;
+    const char *message = (e && e->message[0]) ? e->message : "(no details)";
+    int n;
+    char empty[1];
+    if (!buf || size == 0) { /* measure only: snprintf with size 0 may not take NULL everywhere */
+        buf = empty;
+        size = sizeof empty;
+    }
+    if (!what)
+        what = "";
+    n = snprintf(buf, size, "[MAIXPY]kpu: %s%serror:%d, %s: %.*s", what, what[0] ? " " : "", code,
+                 okpu_status_name(code), (int)sizeof e->message, message);
+    return n < 0 ? 0 : (size_t)n;
+}

@@ -11,7 +11,8 @@ This file is valid MicroPython (it is compiled with mpy-cross): no f-strings, no
 MicroPython implements. On CPython `_kpu` is the C extension; on a board it is the native module with the same API.
 
 Functions: load, load_flash, forward, get_output, set_layers, set_outputs, fmap, fmap_free, netinfo, deinit,
-memtest, memory, set_flash_image, init_yolo2, run_yolo2, face_encode, face_compare.
+memtest, memory, set_flash_image, init_yolo2, run_yolo2, face_encode, face_compare; and budget, fits, rows_text (the
+memory budget, verdict and KPU RAM row notation shared with `openkpu inspect` / `openkpu fit`).
 
 Where this differs from MaixPy, on purpose:
 - `forward(net, img, out_index)`: the third argument is the OUTPUT INDEX (MaixPy's docs call it `end_layer`, but it
@@ -25,15 +26,18 @@ Where this differs from MaixPy, on purpose:
   CPython >= 3.12 `memoryview(fmap)` (`__buffer__`). A pure-Python class cannot export a buffer before 3.12, and
   MicroPython has no `__bytes__`: on the board use `fmap.data()`.
 - Errors keep MaixPy's exception types and numeric codes and add what was expected, what was found, and where.
-- `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits;
-  `memory(net)` / `net.memory()` return the same figures as a dict.
+- `memtest()` also prints, per loaded model, what it costs on a K210 (SRAM and KPU RAM) and whether it fits, against
+  the budget `openkpu fit` uses by default (`budget()`: MaixPy's full firmware and 512 KiB GC heap, about 2 MiB for
+  models; `fits()` is the verdict both give); `memory(net)` / `net.memory()` return the same figures as a dict.
+- Error texts are worded by the C core (`_kpu.error_text`), the same from the CPython and the MicroPython binding.
 - `load(path)` does not insist on ".kmodel" in the file name.
 - kmodel v4: `forward` works without `set_outputs`; the shape comes from the model where it is known, else a flat
   (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
 - `run_yolo2`: classes come from anchor_num (MaixPy assumed 5 anchors), any number of detections (MaixPy kept 10),
   a clear error when `init_yolo2` was not called (MaixPy crashed), the output is not altered in place (so
   `get_output` still sees the model's numbers), boxes are clamped to the image.
-- `face_encode` clamps +0.25 to 127 (MaixPy wrapped it to -128); `face_compare` of a zero vector is 0.0, not NaN.
+- `face_encode` clamps +0.25 to 127 (MaixPy wrapped it to -128) and takes at most 512 values (FACE_FEATURES_MAX,
+  the documented limit: more is error 2001); `face_compare` of a zero vector is 0.0, not NaN.
 - At most 5 models at once, as in MaixPy (error 2009 says which are loaded). On CPython a net that is no longer
   referenced is freed and gives its slot back; on MicroPython (no weak references) the module's list of loaded nets
   keeps them until `deinit(net)`, so call it.
@@ -91,17 +95,22 @@ else:
     _nets = []
 
 
-def _status_name(code):
-    return _kpu.status_name(code)
+def _text(what, code, message):
+    """The error text, worded by the core as the bindings word theirs: "[MAIXPY]kpu: <what> error:<code>, <name>:
+    <message>" (what None: "[MAIXPY]kpu: error:<code>, ...")."""
+    return _kpu.error_text(what, code, message)
 
 
 def _load_error(code, message):
-    return ValueError("[MAIXPY]kpu: load error:%d, %s: %s" % (code, _status_name(code), message))
+    return ValueError(_text("load", code, message))
 
 
 def _size_error(message):
-    return ValueError("[MAIXPY]kpu: check img format err! error:%d, %s: %s"
-                      % (ERR_SIZE_NOTMATCH, _status_name(ERR_SIZE_NOTMATCH), message))
+    return ValueError(_text("check img format err!", ERR_SIZE_NOTMATCH, message))
+
+
+def _param_error(what, message):
+    return ValueError(_text(what, ERR_PARAM, message))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -460,9 +469,8 @@ def _open_net(data, addr, path, where):
         if ("error:%d," % ERR_KMODEL_VERSION) in text:
             what = _what_it_is(data, path, addr > 0)
             if what is not None:
-                text = "[MAIXPY]kpu: load error:%d, %s: %s (first bytes %s)" % (
-                    ERR_KMODEL_VERSION, _status_name(ERR_KMODEL_VERSION), what,
-                    " ".join("%02X" % b for b in bytes(data[:4])))
+                text = _text("load", ERR_KMODEL_VERSION, "%s (first bytes %s)"
+                             % (what, " ".join("%02X" % b for b in bytes(data[:4]))))
         if where is not None:
             text = "%s (%s)" % (text, where)
         raise ValueError(text)
@@ -500,17 +508,15 @@ def set_layers(net, n):
     m = net._live()
     count = len(m.layers())
     if n > count:
-        raise ValueError("[MAIXPY]kpu: set_layers error:%d, %s: the model has %d layers, asked for %d"
-                         % (ERR_PARAM, _status_name(ERR_PARAM), count, n))
+        raise _param_error("set_layers", "the model has %d layers, asked for %d" % (count, n))
     net._layers = n if n > 0 else 0
     return True
 
 
 def _describe_input(inp):
-    tc, n, c, h, w, nbytes = inp
-    if tc == "f":
-        return "%d float32 values (%d bytes)" % (nbytes // 4, nbytes)
-    return "%dx%dx%d (w x h x ch) planar u8 image = %d bytes" % (w, h, c * n, nbytes)
+    if inp.typecode == "f":
+        return "%d float32 values (%d bytes)" % (inp.bytes // 4, inp.bytes)
+    return "%dx%dx%d (w x h x ch) planar u8 image = %d bytes" % (inp.w, inp.h, inp.c * inp.n, inp.bytes)
 
 
 def _nbytes(obj):
@@ -521,10 +527,10 @@ def _nbytes(obj):
 
 
 def _input_bytes(obj, inp):
-    tc, n, c, h, w, nbytes = inp
+    tc, c, h, w, nbytes = inp.typecode, inp.c * inp.n, inp.h, inp.w, inp.bytes
     if hasattr(obj, "ai_data"):
         iw, ih, ich, data = obj.ai_data()
-        if tc != "B" or iw != w or ih != h or ich != c * n:
+        if tc != "B" or iw != w or ih != h or ich != c:
             raise _size_error("the model input is %s, the image is %dx%dx%d (w x h x ch): resize it (and "
                               "to_grayscale() for 1 channel) to match" % (_describe_input(inp), iw, ih, ich))
         return data
@@ -560,8 +566,7 @@ def _array_bytes(arr, inp):
     """A NumPy-style array (CPython): H x W x C as Pillow and OpenCV give images is transposed to the planar C x H x W
     the KPU reads (never read as planar by accident); C x H x W and H x W (one channel) are taken as they are; the
     element type must be the input's (uint8 for an image input, float32 for a float one)."""
-    tc, n, c, h, w, nbytes = inp
-    ch = c * n
+    tc, ch, h, w, nbytes = inp.typecode, inp.c * inp.n, inp.h, inp.w, inp.bytes
     shape = tuple(arr.shape)
     if len(shape) == 4 and shape[0] == 1:
         arr = arr[0]
@@ -591,10 +596,9 @@ def forward(net, img_or_data, out_index=0):
     m = net._live()
     if not 0 <= out_index < m.output_count():
         # checked before running (and before the index reaches C, where 2**40 would overflow), as get_output says it
-        raise OSError(ERR_IDX_OUTRANGE, "[MAIXPY]kpu: forward error:%d, %s: output index %d out of range: the model "
+        raise OSError(ERR_IDX_OUTRANGE, _text("forward", ERR_IDX_OUTRANGE, "output index %d out of range: the model "
                       "has %d output(s) (the third argument of forward is an output index; to run only the first n "
-                      "layers call kpu.set_layers(task, n) before forward)"
-                      % (ERR_IDX_OUTRANGE, _status_name(ERR_IDX_OUTRANGE), out_index, m.output_count()))
+                      "layers call kpu.set_layers(task, n) before forward)" % (out_index, m.output_count())))
     inputs = m.inputs()
     if not inputs:
         raise OSError(ERR_KMODEL_FORMAT, "[MAIXPY]kpu: the model declares no input")
@@ -608,11 +612,12 @@ def get_output(net, idx):
     _check_net(net)
     if isinstance(idx, bool) or not isinstance(idx, int):
         raise TypeError("get_output() index must be an int, not %s" % type(idx).__name__)
-    data, tc, n, c, h, w, layer = net._live().output(idx)
+    out = net._live().output(idx)
+    n, c, h, w = out.n, out.c, out.h, out.w
     shape = net._out_shapes.get(idx)
     if shape is not None:
         w, h, c, n = shape[0], shape[1], shape[2], 1
-    return kpu_fmap(data, tc, n, c, h, w, layer)
+    return kpu_fmap(out.data, out.typecode, n, c, h, w, out.layer)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -720,12 +725,11 @@ def fmap(fm, ch):
     if isinstance(ch, bool) or not isinstance(ch, int):
         raise TypeError("fmap() channel must be an int, not %s" % type(ch).__name__)
     if fm.typecode() != "B":
-        raise ValueError("[MAIXPY]kpu: fmap error:%d, %s: channel images need a u8 ('B') feature map; this one is "
-                         "float32 ('f', %d values): read it with fmap[:]"
-                         % (ERR_PARAM, _status_name(ERR_PARAM), len(fm)))
+        raise _param_error("fmap", "channel images need a u8 ('B') feature map; this one is float32 ('f', %d values): "
+                           "read it with fmap[:]" % len(fm))
     if ch < 0 or ch >= fm.ch():
-        raise ValueError("[MAIXPY]kpu: fmap error:%d, %s: channel %d out of range, the map has %d channels (%dx%d)"
-                         % (2011, _status_name(2011), ch, fm.ch(), fm.w(), fm.h()))
+        raise ValueError(_text("fmap", ERR_IDX_OUTRANGE, "channel %d out of range, the map has %d channels (%dx%d)"
+                               % (ch, fm.ch(), fm.w(), fm.h())))
     plane = fm.w() * fm.h()
     data = fm.data()[ch * plane:(ch + 1) * plane]
     image = _image_module()
@@ -746,74 +750,76 @@ def fmap_free(fm):
 
 
 class kpu_layer(object):
-    """One netinfo() item."""
+    """One netinfo() item, over the binding's LayerInfo record (read by field name)."""
 
     def __init__(self, t):
         self._t = t
 
     def index(self):
-        return self._t[0]
+        return self._t.index
 
     def type(self):
         """Layer type id (v3) or opcode (v4); type_name() is its name."""
-        return self._t[1]
+        return self._t.type
 
     def type_name(self):
-        return self._t[2]
+        return self._t.type_name
 
     def is_kpu(self):
-        return bool(self._t[5])
+        return bool(self._t.is_kpu)
 
     def wi(self):
-        return self._t[6]
+        return self._t.wi
 
     def hi(self):
-        return self._t[7]
+        return self._t.hi
 
     def chi(self):
-        return self._t[8]
+        return self._t.chi
 
     def wo(self):
-        return self._t[9]
+        return self._t.wo
 
     def ho(self):
-        return self._t[10]
+        return self._t.ho
 
     def cho(self):
-        return self._t[11]
+        return self._t.cho
 
     def dw(self):
-        return self._t[12]
+        return self._t.depthwise
 
     def kernel_type(self):
         """0 = 1x1, 1 = 3x3."""
-        return self._t[13]
+        return self._t.kernel_type
 
     def pool_type(self):
-        return self._t[14]
+        return self._t.pool_type
 
     def para_size(self):
-        return self._t[15]
+        return self._t.para_size
 
     def macs(self):
         """Multiply-accumulates on the KPU (0 for CPU layers)."""
-        return self._t[16]
+        return self._t.macs
 
     def body_offset(self):
-        return self._t[3]
+        return self._t.body_offset
 
     def body_size(self):
-        return self._t[4]
+        return self._t.body_size
 
     def output_shape(self):
         """(typecode, n, c, h, w) of what the layer writes."""
-        return tuple(self._t[17:22])
+        t = self._t
+        return (t.out_typecode, t.out_n, t.out_c, t.out_h, t.out_w)
 
     def __repr__(self):
         t = self._t
         return ('{"index": %d, "type": %s, "wi": %d, "hi": %d, "wo": %d, "ho": %d, "chi": %d, "cho": %d, '
                 '"dw": %d, "kernel_type": %d, "pool_type": %d, "para_size": %d}'
-                % (t[0], t[2], t[6], t[7], t[9], t[10], t[8], t[11], t[12], t[13], t[14], t[15]))
+                % (t.index, t.type_name, t.wi, t.hi, t.wo, t.ho, t.chi, t.cho, t.depthwise, t.kernel_type,
+                   t.pool_type, t.para_size))
 
     __str__ = __repr__
 
@@ -824,44 +830,95 @@ def netinfo(net):
     return [kpu_layer(t) for t in net._live().layers()]
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The board's memory budget: one computation for memtest(), memory() and `openkpu fit` (python/openkpu/model_tools.py)
+
+DEFAULT_GC_HEAP = 512 * 1024  # MaixPy's default Maix.utils.gc_heap_size() (0x80000)
+# What the firmware keeps of the 6 MiB besides the GC heap, so that with the default GC heap the room left for models
+# is what MaixPy's docs give (docs/maixpy-kpu-api.md section 6): about 2 MiB with the full firmware, about 4 MiB with
+# the minimum one, about 5 MiB with the minimum one and no camera/LCD buffers.
+FIRMWARE_PRESETS = {
+    "full": BOARD_SRAM_SIZE - DEFAULT_GC_HEAP - 2 * 1024 * 1024,
+    "minimum": BOARD_SRAM_SIZE - DEFAULT_GC_HEAP - 4 * 1024 * 1024,
+    "minimum-no-camera": BOARD_SRAM_SIZE - DEFAULT_GC_HEAP - 5 * 1024 * 1024,
+}
+DEFAULT_FIRMWARE = "full"  # what most boards run; "fits" then holds on the minimum firmware too
+
+
+def budget(firmware=DEFAULT_FIRMWARE, firmware_bytes=None, gc_heap=DEFAULT_GC_HEAP):
+    """SRAM left for models = 6 MiB - firmware - GC heap, as a dict. firmware: a FIRMWARE_PRESETS name, unless
+    firmware_bytes gives what the firmware keeps. ValueError when nothing is left."""
+    if firmware_bytes is None:
+        if firmware not in FIRMWARE_PRESETS:
+            raise ValueError("unknown firmware %r: one of %s" % (firmware, ", ".join(sorted(FIRMWARE_PRESETS))))
+        firmware_bytes = FIRMWARE_PRESETS[firmware]
+        source = "preset %r" % firmware
+    else:
+        source = "--firmware-bytes"
+    for_models = BOARD_SRAM_SIZE - firmware_bytes - gc_heap
+    if for_models <= 0:
+        raise ValueError("firmware %d B + GC heap %d B leave nothing of the K210's %d B SRAM for models"
+                         % (firmware_bytes, gc_heap, BOARD_SRAM_SIZE))
+    return {"sram": BOARD_SRAM_SIZE, "firmware_bytes": firmware_bytes, "firmware_source": source,
+            "gc_heap": gc_heap, "for_models": for_models, "kpu_rows": KPU_RAM_ROWS, "max_models": MAX_MODELS}
+
+
+def fits(sram_totals, b):
+    """The verdict for models loaded together (their sram_total figures): within the budget's room for models and
+    MaixPy's model count."""
+    return len(sram_totals) <= b["max_models"] and sum(sram_totals) <= b["for_models"]
+
+
+def rows_text(lo, hi):
+    """KPU RAM rows [lo, hi) in the one notation inspect, fit and memtest print: first..last, both included."""
+    if hi <= lo:
+        return "no rows"
+    return "rows %d..%d" % (lo, hi - 1)
+
+
 def memory(net):
-    """What the model costs on a K210: the core's figures plus the board budgets and whether it fits."""
+    """What the model costs on a K210: the core's figures plus the board budgets (budget(): MaixPy's full firmware
+    and default GC heap, as `openkpu fit` assumes by default) and whether it fits."""
     _check_net(net)
     info = net._live().memory()
-    info["sram_budget"] = BOARD_SRAM_SIZE
+    b = budget()
+    info["sram_budget"] = b["for_models"]
     info["kpu_rows_budget"] = KPU_RAM_ROWS
     info["kpu_bytes_used"] = info["kpu_rows_used"] * KPU_ROW_BYTES
-    info["fits_sram"] = info["sram_total"] <= BOARD_SRAM_SIZE
+    info["fits_sram"] = fits([info["sram_total"]], b)
     info["fits_kpu_ram"] = info["kpu_rows_used"] <= KPU_RAM_ROWS and info["kpu_row_hi"] <= KPU_RAM_ROWS
     info["fits"] = info["fits_sram"] and info["fits_kpu_ram"]
     return info
 
 
 def memtest():
-    """Print the free heap and, per loaded model, its K210 memory cost against the board budgets."""
+    """Print the free heap and, per loaded model, its K210 memory cost against the board budget (the one `openkpu
+    fit` uses by default)."""
     gc.collect()
     if _MICROPYTHON:
         print("[MAIXPY]: gc heap free: %d B, used: %d B" % (gc.mem_free(), gc.mem_alloc()))
     else:
         print("[MAIXPY]: gc heap: n/a on a PC (CPython manages its own memory)")
+    b = budget()
     live = _live_nets()
-    total = 0
+    totals = []
     for net in live:
         info = memory(net)
-        total += info["sram_total"]
-        lo, hi = info["kpu_row_lo"], info["kpu_row_hi"]
-        rows = "rows %d..%d" % (lo, hi) if hi > lo else "no rows"
+        totals.append(info["sram_total"])
         print("[MAIXPY]: model %s: SRAM %d B (model %d + align %d + main_mem %d + context %d) of %d; "
               "KPU RAM %d of %d rows (%d KiB of %d KiB, %s); %s"
               % (_net_name(net), info["sram_total"], info["model_bytes"],
                  info["model_alloc"] - info["model_bytes"], info["main_mem"], info["context_bytes"],
-                 BOARD_SRAM_SIZE, info["kpu_rows_used"], KPU_RAM_ROWS, info["kpu_bytes_used"] // 1024,
-                 KPU_RAM_SIZE // 1024, rows, "fits" if info["fits"] else "DOES NOT FIT"))
-    left = BOARD_SRAM_SIZE - total
-    print("[MAIXPY]: system heap: %d model(s) loaded take %d B of the K210's %d B SRAM, %d B left%s"
-          % (len(live), total, BOARD_SRAM_SIZE, left,
-             "" if left >= 0 else " (DOES NOT FIT)"))
-    print("[MAIXPY]: (MaixPy's minimum firmware leaves about 4 MiB for models, the full firmware about 2 MiB)")
+                 b["for_models"], info["kpu_rows_used"], KPU_RAM_ROWS, info["kpu_bytes_used"] // 1024,
+                 KPU_RAM_SIZE // 1024, rows_text(info["kpu_row_lo"], info["kpu_row_hi"]),
+                 "fits" if info["fits"] else "DOES NOT FIT"))
+    total = sum(totals)
+    print("[MAIXPY]: system heap: %d model(s) loaded take %d B of the %d B for models, %d B left: %s"
+          % (len(live), total, b["for_models"], b["for_models"] - total,
+             "fit" if fits(totals, b) else "DO NOT FIT"))
+    print("[MAIXPY]: (budget: the K210's %d B SRAM - firmware %d B (MaixPy's full firmware) - GC heap %d B; "
+          "`openkpu fit --firmware minimum` for the minimum firmware, about 4 MiB for models)"
+          % (BOARD_SRAM_SIZE, b["firmware_bytes"], b["gc_heap"]))
     return None
 
 
@@ -877,18 +934,16 @@ def set_outputs(net, idx, w, h, ch):
     m = net._live()
     count = m.output_count()
     if idx < 0 or idx >= count:
-        print("[MAIXPY]kpu: set_outputs error:%d, %s: output index %d out of range, the model has %d output(s)"
-              % (2011, _status_name(2011), idx, count))
+        print(_text("set_outputs", ERR_IDX_OUTRANGE, "output index %d out of range, the model has %d output(s)"
+                    % (idx, count)))
         return False
     if w <= 0 or h <= 0 or ch <= 0:
-        print("[MAIXPY]kpu: set_outputs error:%d, %s: w, h, ch must be > 0, got %d, %d, %d"
-              % (ERR_PARAM, _status_name(ERR_PARAM), w, h, ch))
+        print(_text("set_outputs", ERR_PARAM, "w, h, ch must be > 0, got %d, %d, %d" % (w, h, ch)))
         return False
     nbytes = _output_nbytes(m, idx)
     if w * h * ch * 4 != nbytes:
-        print("[MAIXPY]kpu: set_outputs error:%d, %s: output %d holds %d bytes = %d float32 values; "
-              "w*h*ch = %d*%d*%d = %d values does not match" % (ERR_SIZE_NOTMATCH, _status_name(ERR_SIZE_NOTMATCH),
-                                                                 idx, nbytes, nbytes // 4, w, h, ch, w * h * ch))
+        print(_text("set_outputs", ERR_SIZE_NOTMATCH, "output %d holds %d bytes = %d float32 values; "
+                    "w*h*ch = %d*%d*%d = %d values does not match" % (idx, nbytes, nbytes // 4, w, h, ch, w * h * ch)))
         return False
     net._out_shapes[idx] = (w, h, ch)
     return True
@@ -896,7 +951,7 @@ def set_outputs(net, idx, w, h, ch):
 
 def _output_nbytes(m, idx):
     """Byte size of output idx as the model declares it (the core's output description)."""
-    return m.output_info(idx)[5]
+    return m.output_info(idx).bytes
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -975,30 +1030,31 @@ class kpu_yolo2_obj(object):
     """One run_yolo2 detection."""
 
     def __init__(self, box, index, objnum):
-        self._box = box  # (x, y, w, h, value, classid)
+        self._box = box  # the binding's Box record (x, y, w, h, value, classid)
         self._index = index
         self._objnum = objnum
 
     def rect(self):
-        return tuple(self._box[0:4])
+        b = self._box
+        return (b.x, b.y, b.w, b.h)
 
     def x(self):
-        return self._box[0]
+        return self._box.x
 
     def y(self):
-        return self._box[1]
+        return self._box.y
 
     def w(self):
-        return self._box[2]
+        return self._box.w
 
     def h(self):
-        return self._box[3]
+        return self._box.h
 
     def value(self):
-        return self._box[4]
+        return self._box.value
 
     def classid(self):
-        return self._box[5]
+        return self._box.classid
 
     def index(self):
         return self._index
@@ -1012,7 +1068,7 @@ class kpu_yolo2_obj(object):
     def __repr__(self):
         b = self._box
         return ('{"x":%d, "y":%d, "w":%d, "h":%d, "value":%f, "classid":%d, "index":%d, "objnum":%d}'
-                % (b[0], b[1], b[2], b[3], b[4], b[5], self._index, self._objnum))
+                % (b.x, b.y, b.w, b.h, b.value, b.classid, self._index, self._objnum))
 
     __str__ = __repr__
 
@@ -1023,15 +1079,12 @@ def init_yolo2(net, threshold, nms_value, anchor_num, anchor):
     net._live()
     for name, v in (("threshold", threshold), ("nms_value", nms_value)):
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0.0 <= v <= 1.0):
-            raise ValueError("[MAIXPY]kpu: init_yolo2 error:%d, %s: %s must be a number in [0, 1], got %r"
-                             % (ERR_PARAM, _status_name(ERR_PARAM), name, v))
+            raise _param_error("init_yolo2", "%s must be a number in [0, 1], got %r" % (name, v))
     if isinstance(anchor_num, bool) or not isinstance(anchor_num, int) or anchor_num <= 0:
-        raise ValueError("[MAIXPY]kpu: init_yolo2 error:%d, %s: anchor_num must be an int > 0, got %r"
-                         % (ERR_PARAM, _status_name(ERR_PARAM), anchor_num))
+        raise _param_error("init_yolo2", "anchor_num must be an int > 0, got %r" % (anchor_num,))
     if not isinstance(anchor, (tuple, list)) or len(anchor) != 2 * anchor_num:
-        raise ValueError("[MAIXPY]kpu: init_yolo2 error:%d, %s: anchor must be a tuple/list of 2*anchor_num = %d "
-                         "numbers (w, h per anchor), got %s" % (ERR_PARAM, _status_name(ERR_PARAM), 2 * anchor_num,
-                                                                 _describe_seq(anchor)))
+        raise _param_error("init_yolo2", "anchor must be a tuple/list of 2*anchor_num = %d numbers (w, h per anchor), "
+                           "got %s" % (2 * anchor_num, _describe_seq(anchor)))
     anchors = tuple([float(a) for a in anchor])
     net._yolo = (float(threshold), float(nms_value), anchor_num, anchors)
     return True
@@ -1053,11 +1106,11 @@ def _grid_shape(net, fm):
     i = len(layers) - 1
     while i >= 0:
         t = layers[i]
-        if t[5] and t[9] * t[10] * t[11] == count:
-            return t[9], t[10], t[11]
+        if t.is_kpu and t.wo * t.ho * t.cho == count:
+            return t.wo, t.ho, t.cho
         i -= 1
-    raise ValueError("[MAIXPY]kpu: run_yolo2 error:%d, %s: cannot tell the grid shape of the %d-value output; "
-                     "declare it with kpu.set_outputs(net, 0, w, h, ch)" % (ERR_PARAM, _status_name(ERR_PARAM), count))
+    raise _param_error("run_yolo2", "cannot tell the grid shape of the %d-value output; declare it with "
+                       "kpu.set_outputs(net, 0, w, h, ch)" % count)
 
 
 def run_yolo2(net, img):
@@ -1065,16 +1118,16 @@ def run_yolo2(net, img):
     _check_net(net)
     net._live()  # a freed model says so before anything else
     if net._yolo is None:
-        raise ValueError("[MAIXPY]kpu: run_yolo2 error:%d, %s: call kpu.init_yolo2(net, threshold, nms_value, "
-                         "anchor_num, anchors) before run_yolo2" % (ERR_PARAM, _status_name(ERR_PARAM)))
+        raise _param_error("run_yolo2", "call kpu.init_yolo2(net, threshold, nms_value, anchor_num, anchors) before "
+                           "run_yolo2")
     fm = forward(net, img)
     if fm.typecode() != "f":
-        raise ValueError("[MAIXPY]kpu: run_yolo2 error:%d, %s: the model's output is u8, a YOLO region layer needs "
-                         "its float (dequantized) output" % (ERR_PARAM, _status_name(ERR_PARAM)))
+        raise _param_error("run_yolo2", "the model's output is u8, a YOLO region layer needs its float (dequantized) "
+                           "output")
     w, h, ch = _grid_shape(net, fm)
-    tc, n, c, ih, iw, nbytes = net._live().inputs()[0]
+    inp = net._live().inputs()[0]
     threshold, nms, anchor_num, anchors = net._yolo
-    boxes = _kpu.yolo2_decode(fm.data(), w, h, ch, anchors, threshold, nms, iw, ih)
+    boxes = _kpu.yolo2_decode(fm.data(), w, h, ch, anchors, threshold, nms, inp.w, inp.h)
     if not boxes:
         return None
     count = len(boxes)
@@ -1085,18 +1138,28 @@ def run_yolo2(net, img):
 # Face features
 
 
+FACE_FEATURES_MAX = 512  # the documented limit of face_encode (docs/maixpy-kpu-api.md section 1)
+
+
 def face_encode(seq):
-    """Quantise a feature vector (<= 512 floats) to int8: trunc(clamp(v, -0.25, 0.25) * 512), +0.25 -> 127."""
+    """Quantise a feature vector (at most FACE_FEATURES_MAX = 512 floats) to int8:
+    trunc(clamp(v, -0.25, 0.25) * 512), +0.25 -> 127."""
     if isinstance(seq, kpu_fmap):
         seq = seq[:]
     if isinstance(seq, (str, bytes)):
-        raise ValueError("[MAIXPY]kpu: face_encode error:%d, %s: the feature must be a list or tuple of numbers "
-                         "(or an fmap), not %s" % (ERR_PARAM, _status_name(ERR_PARAM), type(seq).__name__))
+        raise _param_error("face_encode", "the feature must be a list or tuple of numbers (or an fmap), not %s"
+                           % type(seq).__name__)
+    try:
+        count = len(seq)
+    except TypeError:
+        count = 0  # an iterator: the binding says what it needs
+    if count > FACE_FEATURES_MAX:
+        raise _param_error("face_encode", "the feature has %d values, at most %d are encoded"
+                           % (count, FACE_FEATURES_MAX))
     try:
         return _kpu.face_encode(seq)
     except TypeError as e:
-        raise ValueError("[MAIXPY]kpu: face_encode error:%d, %s: the feature must be a sequence of numbers (%s)"
-                         % (ERR_PARAM, _status_name(ERR_PARAM), e))
+        raise _param_error("face_encode", "the feature must be a sequence of numbers (%s)" % (e,))
 
 
 def face_compare(a, b):

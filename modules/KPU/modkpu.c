@@ -7,7 +7,10 @@
  *
  *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
  *              max_work=None)
- *   _kpu.status_name(code)
+ *   _kpu.status_name(code), _kpu.error_text(what, code, message)
+ *   Records as in CPython (python/_kpumodule.c): LayerInfo, TensorInfo, Output, Box: tuples whose items are also
+ *   named attributes, printed as CPython prints its struct sequences; memory() is a dict.
+ *   Every error text comes from the core's okpu_error_format, as in the CPython binding.
  *   _kpu.yolo2_decode(data, w, h, ch, anchors, threshold, nms, img_w, img_h), _kpu.face_encode(seq),
  *   _kpu.face_compare(a, b), _kpu.FACE_SCORE_UNDEFINED  (python/_kpu_post.c)
  *
@@ -17,6 +20,7 @@
  * interior, aligned pointer would not keep a GC block alive on its own). Define MICROPY_PY_KPU_SYSTEM_HEAP=1 to
  * use the C library's malloc instead (what MaixPy does: models live in the system heap, outside the GC heap).
  */
+#include <stdarg.h>
 #include <string.h>
 
 #include "py/runtime.h"
@@ -25,8 +29,10 @@
 #include "py/gc.h"
 #include "py/binary.h"
 #include "py/objlist.h"
+#include "py/objtuple.h"
 
 #include "okpu.h"
+#include "core/floats.h"
 #include "post/face.h"
 #include "post/yolo2.h"
 
@@ -112,29 +118,126 @@ static mp_obj_t kpu_size(size_t v) {
     return mp_obj_new_int_from_ull((unsigned long long)v);
 }
 
-/* OSError(code, "[MAIXPY]kpu: <what> error:<code>, <name>: <message>") for run and output failures (errno = the
- * MaixPy code), worded as the CPython binding words it. */
-static NORETURN void kpu_raise_os(const char *what, const okpu_error *err, int code) {
-    if (code == OKPU_OK) {
-        code = OKPU_ERR_UNKNOWN;
-    }
+/* The core's text for `err` (okpu_error_format), as a str object. */
+static mp_obj_t kpu_error_str(const char *what, const okpu_error *err) {
     vstr_t vstr;
-    vstr_init(&vstr, 64);
-    vstr_printf(&vstr, "[MAIXPY]kpu: %s error:%d, %s: %s", what, code, okpu_status_name(code),
-        err->message[0] ? err->message : "(no details)");
-    mp_obj_t args[2] = {
-        MP_OBJ_NEW_SMALL_INT(code),
-        mp_obj_new_str_from_vstr(&vstr),
-    };
-    nlr_raise(mp_obj_new_exception_args(&mp_type_OSError, 2, args));
+    vstr_init(&vstr, OKPU_ERROR_TEXT_SIZE);
+    size_t n = okpu_error_format(err, what, vstr.buf, vstr.alloc);
+    vstr.len = n < vstr.alloc ? n : vstr.alloc - 1;
+    return mp_obj_new_str_from_vstr(&vstr);
+}
+
+/* Raise `type` with the core's text for `err`; OSError gets (code, text) so errno is the MaixPy code. */
+static NORETURN void kpu_raise(const mp_obj_type_t *type, const char *what, const okpu_error *err) {
+    mp_obj_t text = kpu_error_str(what, err);
+    if (type == &mp_type_OSError) {
+        mp_obj_t args[2] = {
+            MP_OBJ_NEW_SMALL_INT(err->code != OKPU_OK ? err->code : OKPU_ERR_UNKNOWN),
+            text,
+        };
+        nlr_raise(mp_obj_new_exception_args(&mp_type_OSError, 2, args));
+    }
+    nlr_raise(mp_obj_new_exception_arg1(type, text));
+}
+
+/* A binding-side failure: the message formatted here (mp_printf's formats, %q included), the text by the core. */
+static NORETURN void kpu_raise_fmt(const mp_obj_type_t *type, const char *what, int code, const char *fmt, ...) {
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    err.code = code;
+    err.layer = -1;
+    err.offset = -1;
+    vstr_t vstr;
+    vstr_init(&vstr, 96);
+    va_list ap;
+    va_start(ap, fmt);
+    vstr_vprintf(&vstr, fmt, ap);
+    va_end(ap);
+    size_t n = vstr.len < sizeof(err.message) - 1 ? vstr.len : sizeof(err.message) - 1;
+    memcpy(err.message, vstr.buf, n);
+    err.message[n] = '\0';
+    vstr_clear(&vstr);
+    kpu_raise(type, what, &err);
+}
+
+static NORETURN void kpu_raise_os(const char *what, const okpu_error *err, int code) {
+    okpu_error e = *err;
+    e.code = code;
+    kpu_raise(&mp_type_OSError, what, &e);
 }
 
 static void kpu_check_option(qstr name, mp_int_t value, mp_int_t max) {
     if (value < 0 || value > max) {
-        mp_raise_msg_varg(&mp_type_ValueError,
-            MP_ERROR_TEXT("[MAIXPY]kpu: load error:%d, %s: option %q=%d out of range 0..%d"),
-            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), name, (int)value, (int)max);
+        kpu_raise_fmt(&mp_type_ValueError, "load", OKPU_ERR_PARAM, "option %q=%d out of range 0..%d", name,
+            (int)value, (int)max);
     }
+}
+
+/* ---- records: tuples with named items ---------------------------------------------------------------------
+ * Laid out as MicroPython's attrtuple (the field names after the last item), but one type per record so that a
+ * record prints as CPython prints its struct sequences: _kpu.LayerInfo(index=0, type=..., ...). Iteration,
+ * indexing, slicing and comparison are the tuple's own (so a record equals the tuple of its items). */
+static void kpu_record_print(const mp_print_t *print, mp_obj_t o_in, mp_print_kind_t kind) {
+    (void)kind;
+    mp_obj_tuple_t *o = MP_OBJ_TO_PTR(o_in);
+    const qstr *fields = (const qstr *)MP_OBJ_TO_PTR(o->items[o->len]);
+    mp_printf(print, "_kpu.%q(", (qstr)mp_obj_get_type(o_in)->name);
+    for (size_t i = 0; i < o->len; i++) {
+        mp_printf(print, "%s%q=", i > 0 ? ", " : "", fields[i]);
+        mp_obj_print_helper(print, o->items[i], PRINT_REPR);
+    }
+    mp_print_str(print, ")");
+}
+
+static void kpu_record_attr(mp_obj_t self_in, qstr attr, mp_obj_t *dest) {
+    if (dest[0] == MP_OBJ_NULL) {
+        mp_obj_tuple_t *self = MP_OBJ_TO_PTR(self_in);
+        const qstr *fields = (const qstr *)MP_OBJ_TO_PTR(self->items[self->len]);
+        for (size_t i = 0; i < self->len; i++) {
+            if (fields[i] == attr) {
+                dest[0] = self->items[i];
+                return;
+            }
+        }
+    }
+}
+
+#define KPU_RECORD_TYPE(type_name, qname) \
+    static MP_DEFINE_CONST_OBJ_TYPE(type_name, qname, \
+        MP_TYPE_FLAG_ITER_IS_GETITER | MP_TYPE_FLAG_EQ_CHECKS_OTHER_TYPE, \
+        print, kpu_record_print, unary_op, mp_obj_tuple_unary_op, binary_op, mp_obj_tuple_binary_op, \
+        attr, kpu_record_attr, subscr, mp_obj_tuple_subscr, iter, mp_obj_tuple_getiter)
+
+KPU_RECORD_TYPE(kpu_layer_info_type, MP_QSTR_LayerInfo);
+KPU_RECORD_TYPE(kpu_tensor_info_type, MP_QSTR_TensorInfo);
+KPU_RECORD_TYPE(kpu_output_type, MP_QSTR_Output);
+KPU_RECORD_TYPE(kpu_box_type, MP_QSTR_Box);
+
+/* The field names, in the CPython binding's order (python/_kpumodule.c, python/_kpu_post.c). */
+static const qstr kpu_layer_fields[22] = {
+    MP_QSTR_index, MP_QSTR_type, MP_QSTR_type_name, MP_QSTR_body_offset, MP_QSTR_body_size, MP_QSTR_is_kpu,
+    MP_QSTR_wi, MP_QSTR_hi, MP_QSTR_chi, MP_QSTR_wo, MP_QSTR_ho, MP_QSTR_cho, MP_QSTR_depthwise,
+    MP_QSTR_kernel_type, MP_QSTR_pool_type, MP_QSTR_para_size, MP_QSTR_macs, MP_QSTR_out_typecode, MP_QSTR_out_n,
+    MP_QSTR_out_c, MP_QSTR_out_h, MP_QSTR_out_w,
+};
+static const qstr kpu_tensor_fields[6] = {
+    MP_QSTR_typecode, MP_QSTR_n, MP_QSTR_c, MP_QSTR_h, MP_QSTR_w, MP_QSTR_bytes,
+};
+static const qstr kpu_output_fields[7] = {
+    MP_QSTR_data, MP_QSTR_typecode, MP_QSTR_n, MP_QSTR_c, MP_QSTR_h, MP_QSTR_w, MP_QSTR_layer,
+};
+static const qstr kpu_box_fields[6] = {
+    MP_QSTR_x, MP_QSTR_y, MP_QSTR_w, MP_QSTR_h, MP_QSTR_value, MP_QSTR_classid,
+};
+
+static mp_obj_t kpu_new_record(const mp_obj_type_t *type, const qstr *fields, size_t n, const mp_obj_t *items) {
+    mp_obj_tuple_t *o = mp_obj_malloc_var(mp_obj_tuple_t, items, mp_obj_t, n + 1, type);
+    o->len = n;
+    for (size_t i = 0; i < n; i++) {
+        o->items[i] = items[i];
+    }
+    o->items[n] = MP_OBJ_FROM_PTR(fields);
+    return MP_OBJ_FROM_PTR(o);
 }
 
 /* ---- Model(data, *, options) -------------------------------------------------------------------------------- */
@@ -176,9 +279,8 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
     if (args[ARG_max_work].u_obj != mp_const_none) {
         mp_int_t mw = mp_obj_get_int(args[ARG_max_work].u_obj);
         if (mw <= 0) {
-            mp_raise_msg_varg(&mp_type_ValueError,
-                MP_ERROR_TEXT("[MAIXPY]kpu: load error:%d, ERR_PARAM: max_work must be a positive int (operations a "
-                              "forward pass may cost), not %d"), OKPU_ERR_PARAM, (int)mw);
+            kpu_raise_fmt(&mp_type_ValueError, "load", OKPU_ERR_PARAM,
+                "max_work must be a positive int (operations a forward pass may cost), not %d", (int)mw);
         }
         opts.max_work = (uint64_t)mw;
     }
@@ -210,10 +312,8 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
     err.offset = -1;
     okpu_model *model = okpu_model_load(bufinfo.buf, bufinfo.len, &opts, &err);
     if (model == NULL) {
-        int code = err.code ? err.code : OKPU_ERR_UNKNOWN;
         self->data = mp_const_none;
-        mp_raise_msg_varg(&mp_type_ValueError, MP_ERROR_TEXT("[MAIXPY]kpu: load error:%d, %s: %s"),
-            code, okpu_status_name(code), err.message[0] ? err.message : "(no details)");
+        kpu_raise(&mp_type_ValueError, "load", &err);
     }
     self->model = model;
     return MP_OBJ_FROM_PTR(self);
@@ -274,6 +374,14 @@ static mp_obj_t kpu_model_version(mp_obj_t self_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_version_obj, kpu_model_version);
 
+/* TensorInfo(typecode, n, c, h, w, bytes): how inputs() and output_info() describe a tensor. */
+static mp_obj_t kpu_tensor_record(const okpu_tensor *t) {
+    mp_obj_t item[6] = {
+        kpu_typecode(t->dtype), kpu_uint(t->n), kpu_uint(t->c), kpu_uint(t->h), kpu_uint(t->w), kpu_uint(t->bytes),
+    };
+    return kpu_new_record(&kpu_tensor_info_type, kpu_tensor_fields, 6, item);
+}
+
 static mp_obj_t kpu_model_inputs(mp_obj_t self_in) {
     kpu_model_obj_t *self = kpu_get_model(self_in);
     int count = okpu_model_input_count(self->model);
@@ -283,10 +391,7 @@ static mp_obj_t kpu_model_inputs(mp_obj_t self_in) {
         if (okpu_model_input(self->model, i, &t) != OKPU_OK) {
             continue;
         }
-        mp_obj_t item[6] = {
-            kpu_typecode(t.dtype), kpu_uint(t.n), kpu_uint(t.c), kpu_uint(t.h), kpu_uint(t.w), kpu_uint(t.bytes),
-        };
-        mp_obj_list_append(list, mp_obj_new_tuple(6, item));
+        mp_obj_list_append(list, kpu_tensor_record(&t));
     }
     return list;
 }
@@ -303,14 +408,9 @@ static mp_obj_t kpu_model_set_input(mp_obj_t self_in, mp_obj_t index_in, mp_obj_
     okpu_error err;
     memset(&err, 0, sizeof(err));
     int rc = okpu_model_set_input(self->model, (int)index, bufinfo.buf, bufinfo.len, &err);
-    if (rc == OKPU_ERR_SIZE_NOTMATCH) {
-        mp_raise_msg_varg(&mp_type_ValueError,
-            MP_ERROR_TEXT("[MAIXPY]kpu: check img format err! error:%d, %s: %s"),
-            rc, okpu_status_name(rc), err.message[0] ? err.message : "(no details)");
-    }
     if (rc != OKPU_OK) {
-        mp_raise_msg_varg(&mp_type_ValueError, MP_ERROR_TEXT("[MAIXPY]kpu: set input error:%d, %s: %s"),
-            rc, okpu_status_name(rc), err.message[0] ? err.message : "(no details)");
+        err.code = rc;
+        kpu_raise(&mp_type_ValueError, rc == OKPU_ERR_SIZE_NOTMATCH ? "check img format err!" : "set input", &err);
     }
     return mp_const_none;
 }
@@ -365,18 +465,11 @@ static mp_obj_t kpu_model_output_info(mp_obj_t self_in, mp_obj_t index_in) {
     okpu_tensor t;
     memset(&t, 0, sizeof(t));
     if (okpu_model_output_info(self->model, (int)index, &t) != OKPU_OK) {
-        vstr_t vstr;
-        vstr_init(&vstr, 96);
-        vstr_printf(&vstr, "[MAIXPY]kpu: output error:%d, %s: output index %d out of range, the model has %d output(s)",
-            OKPU_ERR_IDX_OUTRANGE, okpu_status_name(OKPU_ERR_IDX_OUTRANGE), (int)index,
+        kpu_raise_fmt(&mp_type_OSError, "output", OKPU_ERR_IDX_OUTRANGE,
+            "output index %d out of range, the model has %d output(s)", (int)index,
             okpu_model_output_count(self->model));
-        mp_obj_t args[2] = { MP_OBJ_NEW_SMALL_INT(OKPU_ERR_IDX_OUTRANGE), mp_obj_new_str_from_vstr(&vstr) };
-        nlr_raise(mp_obj_new_exception_args(&mp_type_OSError, 2, args));
     }
-    mp_obj_t item[6] = {
-        kpu_typecode(t.dtype), kpu_uint(t.n), kpu_uint(t.c), kpu_uint(t.h), kpu_uint(t.w), kpu_uint(t.bytes),
-    };
-    return mp_obj_new_tuple(6, item);
+    return kpu_tensor_record(&t);
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(kpu_model_output_info_obj, kpu_model_output_info);
 
@@ -398,7 +491,7 @@ static mp_obj_t kpu_model_output(mp_obj_t self_in, mp_obj_t index_in) {
         kpu_uint(t.n), kpu_uint(t.c), kpu_uint(t.h), kpu_uint(t.w),
         MP_OBJ_NEW_SMALL_INT(t.layer),
     };
-    return mp_obj_new_tuple(7, item);
+    return kpu_new_record(&kpu_output_type, kpu_output_fields, 7, item);
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(kpu_model_output_obj, kpu_model_output);
 
@@ -430,7 +523,7 @@ static mp_obj_t kpu_model_layers(mp_obj_t self_in) {
             kpu_typecode(li.output.dtype),
             kpu_uint(li.output.n), kpu_uint(li.output.c), kpu_uint(li.output.h), kpu_uint(li.output.w),
         };
-        mp_obj_list_append(list, mp_obj_new_tuple(22, item));
+        mp_obj_list_append(list, kpu_new_record(&kpu_layer_info_type, kpu_layer_fields, 22, item));
     }
     return list;
 }
@@ -456,12 +549,13 @@ static mp_obj_t kpu_model_memory(mp_obj_t self_in) {
     okpu_memory_info mi;
     memset(&mi, 0, sizeof(mi));
     okpu_model_memory(self->model, &mi);
-    mp_obj_t dict = mp_obj_new_dict(11);
+    mp_obj_t dict = mp_obj_new_dict(12);
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_model_bytes), kpu_size(mi.model_bytes));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_model_alloc), kpu_size(mi.model_alloc));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_main_mem), kpu_size(mi.main_mem));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_context_bytes), kpu_size(mi.context_bytes));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_sram_total), kpu_size(mi.sram_total));
+    mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_backend_scratch), kpu_size(mi.backend_scratch));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_rows_used), kpu_uint(mi.kpu_rows_used));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_row_lo), kpu_uint(mi.kpu_row_lo));
     mp_obj_dict_store(dict, MP_OBJ_NEW_QSTR(MP_QSTR_kpu_row_hi), kpu_uint(mi.kpu_row_hi));
@@ -557,22 +651,18 @@ static const okpu_allocator kpu_post_allocator = { kpu_post_alloc, kpu_post_free
 #define KPU_POST_ALLOCATOR (NULL)
 #endif
 
+/* ValueError for bad arguments, MemoryError, OSError(code, text) for the rest (as python/_kpu_post.c). */
 static NORETURN void kpu_raise_post(const char *what, const okpu_error *err, int code) {
-    const char *msg = err->message[0] ? err->message : "(no details)";
-    if (code == OKPU_ERR_PARAM) {
-        mp_raise_msg_varg(&mp_type_ValueError, MP_ERROR_TEXT("[MAIXPY]kpu: %s error:%d, %s: %s"), what, code,
-            okpu_status_name(code), msg);
-    }
-    if (code == OKPU_ERR_NO_MEM) {
-        mp_raise_msg_varg(&mp_type_MemoryError, MP_ERROR_TEXT("[MAIXPY]kpu: %s error:%d, %s: %s"), what, code,
-            okpu_status_name(code), msg);
-    }
-    kpu_raise_os(what, err, code);
+    okpu_error e = *err;
+    e.code = code;
+    kpu_raise(code == OKPU_ERR_PARAM ? &mp_type_ValueError
+        : code == OKPU_ERR_NO_MEM ? &mp_type_MemoryError : &mp_type_OSError, what, &e);
 }
 
 /* `obj` as float32 values in a new GC-heap array of *n floats (the GC reclaims it if a later step raises).
  * A buffer must be float32 ('f') or raw bytes of whole floats; anything else is iterated as numbers (str is not a
- * buffer here, as in CPython). `expect` >= 0: the count required. */
+ * buffer here, as in CPython). `expect` >= 0: the count required. The checks, their wording and the byte decoding
+ * are the core's (c_src/core/floats.h), shared with the CPython binding. */
 static float *kpu_floats_from(mp_obj_t obj, mp_int_t expect, size_t *n, const char *what) {
     mp_buffer_info_t bufinfo;
     if (!mp_obj_is_str(obj) && mp_get_buffer(obj, &bufinfo, MP_BUFFER_READ)) {
@@ -585,19 +675,13 @@ static float *kpu_floats_from(mp_obj_t obj, mp_int_t expect, size_t *n, const ch
                 MP_ERROR_TEXT("%s: a buffer of float32 ('f') or raw bytes is needed, got format '%c' with itemsize %d"),
                 what, tc, (int)itemsize);
         }
-        if (bufinfo.len % 4 != 0) {
-            mp_raise_msg_varg(&mp_type_ValueError,
-                MP_ERROR_TEXT("[MAIXPY]kpu: %s: %d bytes is not a whole number of float32 values"),
-                what, (int)bufinfo.len);
-        }
-        size_t count = bufinfo.len / 4;
-        if (expect >= 0 && count != (size_t)expect) {
-            mp_raise_msg_varg(&mp_type_ValueError,
-                MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: %s has %d floats, expected %d"),
-                OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), what, (int)count, (int)expect);
+        size_t count = 0;
+        okpu_error err;
+        if (okpu_floats_count_bytes(bufinfo.len, (long)expect, what, &count, &err) != OKPU_OK) {
+            kpu_raise(&mp_type_ValueError, NULL, &err);
         }
         float *out = m_new(float, count > 0 ? count : 1);
-        memcpy(out, bufinfo.buf, count * sizeof(float)); /* copy: the source may be unaligned */
+        okpu_floats_read(bufinfo.buf, count, out);
         *n = count;
         return out;
     }
@@ -615,10 +699,9 @@ static float *kpu_floats_from(mp_obj_t obj, mp_int_t expect, size_t *n, const ch
     size_t count;
     mp_obj_t *items;
     mp_obj_list_get(list, &count, &items);
-    if (expect >= 0 && count != (size_t)expect) {
-        mp_raise_msg_varg(&mp_type_ValueError,
-            MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: %s has %d values, expected %d"),
-            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), what, (int)count, (int)expect);
+    okpu_error err;
+    if (okpu_floats_check_count(count, (long)expect, what, &err) != OKPU_OK) {
+        kpu_raise(&mp_type_ValueError, NULL, &err);
     }
     float *out = m_new(float, count > 0 ? count : 1);
     for (size_t i = 0; i < count; i++) {
@@ -641,16 +724,14 @@ static mp_obj_t kpu_yolo2_decode(size_t n_args, const mp_obj_t *args) {
     mp_int_t img_w = kpu_arg_int(args[7]);
     mp_int_t img_h = kpu_arg_int(args[8]);
     if (w <= 0 || h <= 0 || ch <= 0 || w > 0xFFFF || h > 0xFFFF || ch > 0xFFFF) {
-        mp_raise_msg_varg(&mp_type_ValueError,
-            MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: yolo2 output shape %dx%dx%d is invalid"),
-            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), (int)w, (int)h, (int)ch);
+        kpu_raise_fmt(&mp_type_ValueError, NULL, OKPU_ERR_PARAM, "yolo2 output shape %dx%dx%d is invalid", (int)w,
+            (int)h, (int)ch);
     }
     size_t n_anchors = 0, n_data = 0;
     float *anchors = kpu_floats_from(args[4], -1, &n_anchors, "yolo2 anchors");
     if (n_anchors == 0 || n_anchors % 2 != 0) {
-        mp_raise_msg_varg(&mp_type_ValueError,
-            MP_ERROR_TEXT("[MAIXPY]kpu: error:%d, %s: yolo2 anchors must be (w, h) pairs, got %d values"),
-            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), (int)n_anchors);
+        kpu_raise_fmt(&mp_type_ValueError, NULL, OKPU_ERR_PARAM, "yolo2 anchors must be (w, h) pairs, got %d values",
+            (int)n_anchors);
     }
     float *data = kpu_floats_from(args[0], w * h * ch, &n_data, "yolo2 output");
     okpu_yolo2_params params;
@@ -679,7 +760,7 @@ static mp_obj_t kpu_yolo2_decode(size_t n_args, const mp_obj_t *args) {
             mp_obj_new_int(b->x), mp_obj_new_int(b->y), mp_obj_new_int(b->w), mp_obj_new_int(b->h),
             mp_obj_new_float((mp_float_t)b->value), mp_obj_new_int(b->classid),
         };
-        l->items[i] = mp_obj_new_tuple(6, item);
+        l->items[i] = kpu_new_record(&kpu_box_type, kpu_box_fields, 6, item);
     }
     m_del(okpu_yolo2_box, boxes, cap > 0 ? cap : 1);
     return list;
@@ -723,10 +804,9 @@ static mp_obj_t kpu_face_compare(size_t n_args, const mp_obj_t *args) {
     kpu_get_bytes_like(args[0], &a, &a_item);
     kpu_get_bytes_like(args[1], &b, &b_item);
     if (a.len != b.len || a_item != 1 || b_item != 1) {
-        mp_raise_msg_varg(&mp_type_ValueError,
-            MP_ERROR_TEXT("[MAIXPY]kpu: face_compare error:%d, %s: the two encodings must be byte strings of the "
-                "same length (from face_encode of features of the same size), got %d and %d bytes"),
-            OKPU_ERR_PARAM, okpu_status_name(OKPU_ERR_PARAM), (int)a.len, (int)b.len);
+        kpu_raise_fmt(&mp_type_ValueError, "face_compare", OKPU_ERR_PARAM,
+            "the two encodings must be byte strings of the same length (from face_encode of features of the same "
+            "size), got %d and %d bytes", (int)a.len, (int)b.len);
     }
     double score = okpu_face_compare((const int8_t *)a.buf, (const int8_t *)b.buf, a.len);
     return mp_obj_new_float((mp_float_t)score);
@@ -755,10 +835,33 @@ static mp_obj_t kpu_status_name(mp_obj_t code_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_status_name_obj, kpu_status_name);
 
+/* error_text(what, code, message): the text the bindings raise, for KPU.py's own errors (one wording everywhere). */
+static mp_obj_t kpu_error_text(mp_obj_t what_in, mp_obj_t code_in, mp_obj_t message_in) {
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    err.code = (int)kpu_arg_int(code_in);
+    err.layer = -1;
+    err.offset = -1;
+    size_t len;
+    const char *message = mp_obj_str_get_data(message_in, &len);
+    if (len > sizeof(err.message) - 1) {
+        len = sizeof(err.message) - 1;
+    }
+    memcpy(err.message, message, len);
+    err.message[len] = '\0';
+    return kpu_error_str(what_in == mp_const_none ? NULL : mp_obj_str_get_str(what_in), &err);
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(kpu_error_text_obj, kpu_error_text);
+
 static const mp_rom_map_elem_t kpu_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR__kpu) },
     { MP_ROM_QSTR(MP_QSTR_Model), MP_ROM_PTR(&kpu_model_type) },
     { MP_ROM_QSTR(MP_QSTR_status_name), MP_ROM_PTR(&kpu_status_name_obj) },
+    { MP_ROM_QSTR(MP_QSTR_error_text), MP_ROM_PTR(&kpu_error_text_obj) },
+    { MP_ROM_QSTR(MP_QSTR_LayerInfo), MP_ROM_PTR(&kpu_layer_info_type) },
+    { MP_ROM_QSTR(MP_QSTR_TensorInfo), MP_ROM_PTR(&kpu_tensor_info_type) },
+    { MP_ROM_QSTR(MP_QSTR_Output), MP_ROM_PTR(&kpu_output_type) },
+    { MP_ROM_QSTR(MP_QSTR_Box), MP_ROM_PTR(&kpu_box_type) },
     { MP_ROM_QSTR(MP_QSTR_yolo2_decode), MP_ROM_PTR(&kpu_yolo2_decode_obj) },
     { MP_ROM_QSTR(MP_QSTR_face_encode), MP_ROM_PTR(&kpu_face_encode_obj) },
     { MP_ROM_QSTR(MP_QSTR_face_compare), MP_ROM_PTR(&kpu_face_compare_obj) },

@@ -35,8 +35,7 @@ def write_npy(path, data, dtype, shape):
 
 
 def _input_desc(inp):
-    tc, n, c, h, w, nbytes = inp
-    return c, h, w, nbytes, tc
+    return inp.c, inp.h, inp.w, inp.bytes, inp.typecode
 
 
 def load_input(path, inp):

@@ -9,9 +9,10 @@
     python scripts/kmodel_tool.py swap --check face_be.kmodel     # plain or word-swapped?
     python scripts/kmodel_tool.py swap --unswap face_be.kmodel face.kmodel
 
-Everything about the model comes from the C core (`_kpu.Model`: layers(), inputs(), output_info(), memory()); this
-module only arranges it. A file the loader refuses (kmodel v5 from nncase >= 1.0, garbage, a truncated file) is
-reported with the loader's own message.
+Everything about the model comes from the C core (`_kpu.Model`: layers(), inputs(), output_info(), memory(), read by
+their field names); this module only arranges it. The memory budget, the fit verdict and the KPU RAM row notation are
+the ones `kpu.memtest()` uses (`KPU.budget`, `KPU.fits`, `KPU.rows_text`), so the two always agree. A file the loader
+refuses (kmodel v5 from nncase >= 1.0, garbage, a truncated file) is reported with the loader's own message.
 
 Exit codes: 0 = done / fits, 1 = `fit`: does not fit, 2 = error (unreadable or invalid model, bad option).
 `swap --check` exits 0 for a plain and for a word-swapped kmodel (it prints which) and 2 for anything else.
@@ -36,6 +37,7 @@ import re
 import sys
 
 import _kpu
+import KPU
 
 EXIT_OK = 0
 EXIT_DOES_NOT_FIT = 1
@@ -46,29 +48,18 @@ MIB = 1024 * 1024
 BOARD_SRAM = _kpu.BOARD_SRAM_SIZE  # 6 MiB general SRAM
 KPU_RAM_ROWS = _kpu.KPU_RAM_ROWS  # 2 MiB of 64-byte rows
 KPU_ROW_BYTES = _kpu.KPU_ROW_BYTES
-MAX_LOADED_MODELS = 5  # MaixPy's limit (ERR_MODELS_FULL, 2009)
-DEFAULT_GC_HEAP = 512 * KIB  # MaixPy's default Maix.utils.gc_heap_size() (0x80000)
+MAX_LOADED_MODELS = KPU.MAX_MODELS  # MaixPy's limit (ERR_MODELS_FULL, 2009)
+DEFAULT_GC_HEAP = KPU.DEFAULT_GC_HEAP  # MaixPy's default Maix.utils.gc_heap_size() (0x80000)
 # Below this the tool does not suggest shrinking the GC heap: a MaixPy script with a camera loop needs some room
 # for its Python objects. A rule of thumb, not a documented limit.
 MIN_SUGGESTED_GC_HEAP = 128 * KIB
 
-# What the firmware keeps of the 6 MiB, besides the GC heap. Derived from docs/maixpy-kpu-api.md section 6 so that, with
-# the default 512 KiB GC heap, the room left for models is what MaixPy's docs say: about 2 MiB with the full
-# firmware, about 4 MiB with the minimum one, about 5 MiB with the minimum one and no camera/LCD buffers.
-FIRMWARE_PRESETS = {
-    "full": BOARD_SRAM - DEFAULT_GC_HEAP - 2 * MIB,
-    "minimum": BOARD_SRAM - DEFAULT_GC_HEAP - 4 * MIB,
-    "minimum-no-camera": BOARD_SRAM - DEFAULT_GC_HEAP - 5 * MIB,
-}
-DEFAULT_FIRMWARE = "full"  # what most boards run; a verdict of "fits" then holds on the minimum firmware too
+# What the firmware keeps of the 6 MiB besides the GC heap (KPU.py: the budget kpu.memtest() uses too).
+FIRMWARE_PRESETS = KPU.FIRMWARE_PRESETS
+DEFAULT_FIRMWARE = KPU.DEFAULT_FIRMWARE
 
 PAD_BYTE = b"0"  # model_le2be.py pads a short last word with ASCII '0'
 MAIXPY_LOAD_FLASH_TABLES = 4 * KIB  # MaixPy's load_flash wants header + tables in the first 4 KiB
-
-# The tuple Model.layers() returns (python/_kpumodule.c), field by field.
-LAYER_FIELDS = ("index", "type", "type_name", "body_offset", "body_size", "is_kpu", "wi", "hi", "chi", "wo", "ho",
-                "cho", "depthwise", "kernel_type", "pool_type", "para_size", "macs", "out_typecode", "out_n", "out_c",
-                "out_h", "out_w")
 
 FORMAT_NAMES = {3: "kmodel v3 (nncase v0.1.x / Maix-EMC)", 4: "kmodel v4 (nncase v0.2.x)"}
 DTYPE_NAMES = {"B": "uint8", "f": "float32"}
@@ -137,9 +128,9 @@ def open_model(path):
 
 
 def tensor_info(index, t):
-    typecode, n, c, h, w, nbytes = t
-    return {"index": index, "dtype": DTYPE_NAMES.get(typecode, typecode), "typecode": typecode,
-            "shape_nchw": [n, c, h, w], "bytes": nbytes}
+    """A TensorInfo record (inputs(), output_info()) as plain data."""
+    return {"index": index, "dtype": DTYPE_NAMES.get(t.typecode, t.typecode), "typecode": t.typecode,
+            "shape_nchw": [t.n, t.c, t.h, t.w], "bytes": t.bytes}
 
 
 def input_usage(t):
@@ -153,25 +144,24 @@ def input_usage(t):
 
 
 def kpu_layer_info(layer):
-    """The KPU convolution of a layer: shapes WxHxC, kernel, depthwise, pooling."""
-    kernel = KERNEL_NAMES.get(layer["kernel_type"], "kernel_type %d" % layer["kernel_type"])
-    depthwise = bool(layer["depthwise"])
+    """The KPU convolution of a LayerInfo record: shapes WxHxC, kernel, depthwise, pooling."""
+    kernel = KERNEL_NAMES.get(layer.kernel_type, "kernel_type %d" % layer.kernel_type)
+    depthwise = bool(layer.depthwise)
     description = "%s%s in %dx%dx%d -> out %dx%dx%d" % (
-        "dw" if depthwise else "conv", kernel, layer["wi"], layer["hi"], layer["chi"], layer["wo"], layer["ho"],
-        layer["cho"])
-    return {"in_whc": [layer["wi"], layer["hi"], layer["chi"]], "out_whc": [layer["wo"], layer["ho"], layer["cho"]],
-            "kernel": kernel, "kernel_type": layer["kernel_type"], "depthwise": depthwise,
-            "pool_type": layer["pool_type"], "pool": POOL_NAMES.get(layer["pool_type"], "unknown"),
-            "para_size": layer["para_size"], "description": description}
+        "dw" if depthwise else "conv", kernel, layer.wi, layer.hi, layer.chi, layer.wo, layer.ho, layer.cho)
+    return {"in_whc": [layer.wi, layer.hi, layer.chi], "out_whc": [layer.wo, layer.ho, layer.cho],
+            "kernel": kernel, "kernel_type": layer.kernel_type, "depthwise": depthwise,
+            "pool_type": layer.pool_type, "pool": POOL_NAMES.get(layer.pool_type, "unknown"),
+            "para_size": layer.para_size, "description": description}
 
 
-def layer_info(raw):
-    layer = dict(zip(LAYER_FIELDS, raw))
-    return {"index": layer["index"], "type": layer["type"], "type_name": layer["type_name"],
-            "is_kpu": bool(layer["is_kpu"]), "body_offset": layer["body_offset"], "body_size": layer["body_size"],
-            "macs": layer["macs"], "kpu": kpu_layer_info(layer) if layer["is_kpu"] else None,
-            "output": {"dtype": DTYPE_NAMES.get(layer["out_typecode"], layer["out_typecode"]),
-                       "shape_nchw": [layer["out_n"], layer["out_c"], layer["out_h"], layer["out_w"]]}}
+def layer_info(layer):
+    """A LayerInfo record (Model.layers()) as plain data."""
+    return {"index": layer.index, "type": layer.type, "type_name": layer.type_name,
+            "is_kpu": bool(layer.is_kpu), "body_offset": layer.body_offset, "body_size": layer.body_size,
+            "macs": layer.macs, "kpu": kpu_layer_info(layer) if layer.is_kpu else None,
+            "output": {"dtype": DTYPE_NAMES.get(layer.out_typecode, layer.out_typecode),
+                       "shape_nchw": [layer.out_n, layer.out_c, layer.out_h, layer.out_w]}}
 
 
 def count_by_type(layers):
@@ -249,29 +239,42 @@ def layer_details(layer):
 def kpu_rows_text(mem):
     if not mem["kpu_rows_used"]:
         return "not used (no KPU layer)"
-    return "%d rows of %d B = %s, rows %d..%d of %d (2 MiB)" % (
-        mem["kpu_rows_used"], KPU_ROW_BYTES, human_bytes(mem["kpu_bytes_used"]), mem["kpu_row_lo"],
-        mem["kpu_row_hi"] - 1, KPU_RAM_ROWS)
+    return "%d rows of %d B = %s, %s of %d (2 MiB)" % (
+        mem["kpu_rows_used"], KPU_ROW_BYTES, human_bytes(mem["kpu_bytes_used"]),
+        KPU.rows_text(mem["kpu_row_lo"], mem["kpu_row_hi"]), KPU_RAM_ROWS)
+
+
+def format_table(header, rows, align, indent="  ", gap="  "):
+    """Lines of a table whose columns are as wide as their widest cell (header included; header None: no header
+    line), so long names and large numbers never push a row out of line. align: one '<' or '>' per column; a last
+    left-aligned column is not padded."""
+    cells = [[str(c) for c in row] for row in ([header] if header else []) + rows]
+    if not cells:
+        return []
+    widths = [max(len(row[i]) for row in cells) for i in range(len(align))]
+    lines = []
+    for row in cells:
+        parts = []
+        for i, cell in enumerate(row):
+            if i == len(row) - 1 and align[i] == "<":
+                parts.append(cell)
+            else:
+                parts.append(cell.rjust(widths[i]) if align[i] == ">" else cell.ljust(widths[i]))
+        lines.append((indent + gap.join(parts)).rstrip())
+    return lines
 
 
 def format_tensors(title, tensors, usage):
-    lines = [title]
-    for t in tensors:
-        line = "  #%d  %-7s  NCHW %-18s %8d B" % (t["index"], t["dtype"], shape_text(t["shape_nchw"]), t["bytes"])
-        if usage:
-            line += "   kpu.forward takes %s" % t["forward_takes"]
-        lines.append(line)
-    return lines
+    rows = [["#%d" % t["index"], t["dtype"], "NCHW %s" % shape_text(t["shape_nchw"]), "%d B" % t["bytes"]]
+            + (["kpu.forward takes %s" % t["forward_takes"]] if usage else []) for t in tensors]
+    return [title] + format_table(None, rows, "<<<>" + ("<" if usage else ""))
 
 
 def format_layers(layers):
-    lines = ["Layers", "  %5s  %-20s %9s  %12s  %s" % ("#", "type", "body B", "KPU MACs", "details [work]")]
-    for layer in layers:
-        macs = human_count(layer["macs"]) if layer["is_kpu"] else "-"
-        lines.append("  %5d  %-20s %9d  %12s  %s [work %s]" % (layer["index"], layer["type_name"], layer["body_size"],
-                                                              macs, layer_details(layer),
-                                                              human_count(layer.get("work", 0))))
-    return lines
+    rows = [[layer["index"], layer["type_name"], layer["body_size"],
+             human_count(layer["macs"]) if layer["is_kpu"] else "-",
+             "%s [work %s]" % (layer_details(layer), human_count(layer.get("work", 0)))] for layer in layers]
+    return ["Layers"] + format_table(["#", "type", "body B", "KPU MACs", "details [work]"], rows, "><>><")
 
 
 def format_totals(totals):
@@ -296,6 +299,8 @@ def format_memory(mem):
             "  model buffer (+256 align) %s" % human_bytes(mem["model_alloc"]),
             "  main buffer               %s" % human_bytes(mem["main_mem"]),
             "  runtime context           %s" % human_bytes(mem["context_bytes"]),
+            "  KPU backend scratch       %s (the emulator's working memory on a PC; none on the K210's KPU; not part "
+            "of the SRAM total)" % human_bytes(mem["backend_scratch"]),
             "  SRAM total                %s of the 6 MiB (`fit` checks it against the firmware's budget)"
             % human_bytes(mem["sram_total"]),
             "  KPU RAM                   %s" % kpu_rows_text(mem)]
@@ -338,18 +343,11 @@ def parse_size(text):
 
 
 def board_budget(firmware, firmware_bytes, gc_heap):
-    """SRAM left for models = 6 MiB - firmware - GC heap."""
-    if firmware_bytes is None:
-        firmware_bytes = FIRMWARE_PRESETS[firmware]
-        source = "preset %r" % firmware
-    else:
-        source = "--firmware-bytes"
-    for_models = BOARD_SRAM - firmware_bytes - gc_heap
-    if for_models <= 0:
-        raise ToolError("firmware %d B + GC heap %d B leave nothing of the K210's %d B SRAM for models"
-                        % (firmware_bytes, gc_heap, BOARD_SRAM))
-    return {"sram": BOARD_SRAM, "firmware_bytes": firmware_bytes, "firmware_source": source, "gc_heap": gc_heap,
-            "for_models": for_models, "kpu_rows": KPU_RAM_ROWS, "max_models": MAX_LOADED_MODELS}
+    """SRAM left for models = 6 MiB - firmware - GC heap: KPU.budget, the one kpu.memtest() uses."""
+    try:
+        return KPU.budget(firmware, firmware_bytes, gc_heap)
+    except ValueError as e:
+        raise ToolError(str(e))
 
 
 def load_flash_cost(mem, totals, buffers):
@@ -367,7 +365,8 @@ def model_cost(path, budget):
     return {"file": path, "version": info["version"], "sram_total": mem["sram_total"],
             "model_alloc": mem["model_alloc"], "main_mem": mem["main_mem"], "context_bytes": mem["context_bytes"],
             "kpu_rows_used": mem["kpu_rows_used"], "kpu_row_lo": mem["kpu_row_lo"], "kpu_row_hi": mem["kpu_row_hi"],
-            "fits_alone": mem["sram_total"] <= budget["for_models"],
+            "backend_scratch": mem["backend_scratch"],
+            "fits_alone": KPU.fits([mem["sram_total"]], budget),
             "over_bytes": max(0, mem["sram_total"] - budget["for_models"]),
             "tables_bytes": totals["tables_bytes"],
             "largest_body": totals["largest_body"]["bytes"] if totals["largest_body"] else 0,
@@ -376,28 +375,33 @@ def model_cost(path, budget):
 
 
 def fits_together(group, budget):
-    return len(group) <= MAX_LOADED_MODELS and sum(m["sram_total"] for m in group) <= budget["for_models"]
+    return KPU.fits([m["sram_total"] for m in group], budget)
 
 
 def maximal_groups(models, budget, limit=12):
-    """Sets of models (by index) that fit together and to which no other model can be added. Only for up to
-    `limit` models: the search tries every subset."""
+    """Groups of two or more models (by index) that fit together and to which no other model can be added; a model
+    given twice counts as two loads, but two groups that name the same files are one. Only for up to `limit`
+    models: the search tries every subset."""
     if len(models) > limit:
         return None
     indices = range(len(models))
-    fitting = [set(c) for k in range(1, len(models) + 1) for c in itertools.combinations(indices, k)
+    fitting = [set(c) for k in range(2, len(models) + 1) for c in itertools.combinations(indices, k)
                if fits_together([models[i] for i in c], budget)]
     maximal = [g for g in fitting if not any(g < other for other in fitting)]
-    maximal.sort(key=lambda g: (-len(g), sum(models[i]["sram_total"] for i in g)))
-    return [sorted(g) for g in maximal]
+    maximal.sort(key=lambda g: (-len(g), sum(models[i]["sram_total"] for i in g), sorted(g)))
+    groups, seen = [], set()
+    for g in maximal:
+        names = tuple(sorted(models[i]["file"] for i in g))
+        if names not in seen:
+            seen.add(names)
+            groups.append(sorted(g))
+    return groups
 
 
 def first_failing_load(models, budget):
     """Loading the models in the order given: index of the first kpu.load that fails, or None."""
-    used = 0
-    for i, m in enumerate(models):
-        used += m["sram_total"]
-        if i >= MAX_LOADED_MODELS or used > budget["for_models"]:
+    for i in range(len(models)):
+        if not fits_together(models[:i + 1], budget):
             return i
     return None
 
@@ -473,16 +477,13 @@ def format_budget(b):
 
 
 def format_model_rows(models):
-    width = max([len(m["file"]) for m in models] + [5])
-    head = "  %-*s %10s %12s %9s %8s %8s  %s" % (width, "model", "SRAM B", "model+256", "main", "context",
-                                                "KPU rows", "alone")
-    lines = ["Models", head]
-    for m in models:
-        verdict = "fits" if m["fits_alone"] else "DOES NOT FIT (%d B over)" % m["over_bytes"]
-        lines.append("  %-*s %10d %12d %9d %8d %8d  %s" % (width, m["file"], m["sram_total"], m["model_alloc"],
-                                                          m["main_mem"], m["context_bytes"], m["kpu_rows_used"],
-                                                          verdict))
-    return lines
+    rows = [[m["file"], m["sram_total"], m["model_alloc"], m["main_mem"], m["context_bytes"], m["backend_scratch"],
+             m["kpu_rows_used"], KPU.rows_text(m["kpu_row_lo"], m["kpu_row_hi"]),
+             "fits" if m["fits_alone"] else "DOES NOT FIT (%d B over)" % m["over_bytes"]] for m in models]
+    return (["Models"] + format_table(["model", "SRAM B", "model+256", "main", "context", "scratch", "KPU rows",
+                                       "KPU RAM", "alone"], rows, "<>>>>>><<")
+            + ["  (scratch: the KPU backend's working memory, the emulator's on a PC and none on the K210's KPU; not "
+               "part of the SRAM figure)"])
 
 
 def format_together(report):
@@ -496,10 +497,13 @@ def format_together(report):
         if t["first_failing_load"] is not None:
             lines.append("  loaded in the order given, kpu.load of model #%d (%s) is the first to fail"
                          % (t["first_failing_load"] + 1, report["models"][t["first_failing_load"]]["file"]))
-        if report["groups"] is not None:
-            lines.append("  these can be loaded together:" if report["groups"] else "  no model fits")
+        if report["groups"]:
+            lines.append("  these can be loaded together:")
             for group in report["groups"][:8]:
                 lines.append("    " + " + ".join(group))
+        elif report["groups"] is not None:
+            lines.append("  no two of them fit together: load one at a time (kpu.deinit(net) before the next "
+                         "kpu.load)")
     return lines
 
 
@@ -552,7 +556,7 @@ def classify(path, data):
 def tables_bytes_of(data):
     """Bytes before the first layer body (header, tables, v4 constants), as the core places the bodies."""
     layers = _kpu.Model(data).layers()
-    return min(raw[LAYER_FIELDS.index("body_offset")] for raw in layers) if layers else len(data)
+    return min(layer.body_offset for layer in layers) if layers else len(data)
 
 
 def check_not_same_file(src, dst):
@@ -600,7 +604,7 @@ def cmd_swap_file(src, dst, out, err):
 
 def strip_padding(plain, model, swapped_size):
     """Drop the (at most 3) ASCII '0' bytes swap_words appended: only those past the model's declared end."""
-    ends = [raw[LAYER_FIELDS.index("body_offset")] + raw[LAYER_FIELDS.index("body_size")] for raw in model.layers()]
+    ends = [layer.body_offset + layer.body_size for layer in model.layers()]
     end = max(ends) if ends else len(plain)
     cut = len(plain)
     while cut > max(end, swapped_size - 3) and plain[cut - 1:cut] == PAD_BYTE:

@@ -202,7 +202,7 @@ class KPU(object):
                              "(5 + classes) = %d x %d x %d x %d = %d: check layer_w/layer_h/classes in init_yolo2"
                              % (count, layer_w, layer_h, anchor_num, 5 + classes, layer_w * layer_h * ch))
         boxes = _kpu_core.yolo2_decode(fm.data(), layer_w, layer_h, ch, anchors, threshold, nms, img_w, img_h)
-        return [[b[0], b[1], b[2], b[3], b[5], b[4]] for b in boxes]
+        return [[b.x, b.y, b.w, b.h, b.classid, b.value] for b in boxes]
 
     # -- helpers and cleanup --------------------------------------------------------------------------------------
     @staticmethod
