@@ -368,6 +368,22 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
+static PyObject *Model_reserve(ModelObject *self, PyObject *args)
+{
+    int n_layers = 0, rc;
+    okpu_error err;
+
+    if (!PyArg_ParseTuple(args, "i:reserve", &n_layers))
+        return NULL;
+    if (!check_live(self))
+        return NULL;
+    memset(&err, 0, sizeof err);
+    rc = okpu_model_reserve_partial(self->model, n_layers, &err);
+    if (rc != OKPU_OK)
+        return raise_oserror("set_layers", &err, rc);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Model_output_info(ModelObject *self, PyObject *args)
 {
     int index;
@@ -521,6 +537,9 @@ static PyMethodDef Model_methods[] = {
      "List of inputs as TensorInfo(typecode, n, c, h, w, bytes); typecode 'B' (planar u8 CHW) or 'f' (float32)."},
     {"set_input", (PyCFunction)Model_set_input, METH_VARARGS,
      "set_input(index, buffer): copy a bytes-like input of exactly nbytes into place."},
+    {"reserve", (PyCFunction)Model_reserve, METH_VARARGS,
+     "reserve(n_layers): take now the memory a run of the first n_layers needs beyond a full run (the copy of a "
+     "KPU-RAM output), so that run(n_layers) cannot fail for lack of memory. Raises OSError (ERR_NO_MEM)."},
     {"run", (PyCFunction)(void (*)(void))Model_run, METH_VARARGS | METH_KEYWORDS,
      "run(n_layers=0): run layers [0, n_layers) (<= 0: all). Raises OSError on failure."},
     {"output_count", (PyCFunction)Model_output_count, METH_NOARGS, "Number of model outputs."},

@@ -283,6 +283,30 @@ def test_set_layers(tiny):
         kpu.set_layers(net, "1")
 
 
+def test_set_layers_takes_the_partial_copy_before_forward(testdata):
+    """A run stopped at a layer that leaves its output in KPU RAM needs a dense copy of it: set_layers takes that
+    copy (the memory report counts it), the forward itself allocates nothing, and a full run costs no more."""
+    path = str(testdata("mnist_v3_maixpy", "mnist.kmodel"))
+    grown = []
+    probe = kpu.load(path)
+    layers = probe._live().layers()
+    kpu.deinit(probe)
+    for L in layers:
+        net = kpu.load(path)
+        full = kpu.memory(net)["context_bytes"]
+        kpu.set_layers(net, L.index + 1)
+        after = kpu.memory(net)["context_bytes"]
+        out_bytes = L.out_n * L.out_c * L.out_h * L.out_w * (4 if L.out_typecode == "f" else 1)
+        assert after in (full, full + out_bytes), (L, full, after)
+        if L.index + 1 < len(layers) and after > full:
+            grown.append(L.index)
+            src = bytes(range(256)) * 4
+            fmap = kpu.forward(net, src[:28 * 28])
+            assert fmap is not None and kpu.memory(net)["context_bytes"] == after
+        kpu.deinit(net)
+    assert grown, "no layer of the MNIST model leaves its output in KPU RAM"
+
+
 def test_netinfo_tiny(tiny):
     net = kpu.load(str(tiny))
     info = kpu.netinfo(net)

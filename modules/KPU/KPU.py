@@ -509,6 +509,8 @@ def set_layers(net, n):
     count = len(m.layers())
     if n > count:
         raise _param_error("set_layers", "the model has %d layers, asked for %d" % (count, n))
+    if 0 < n < count:
+        m.reserve(n)  # the copy of layer n-1's output is taken now, so forward cannot fail for lack of memory
     net._layers = n if n > 0 else 0
     return True
 

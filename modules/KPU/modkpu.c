@@ -416,6 +416,19 @@ static mp_obj_t kpu_model_set_input(mp_obj_t self_in, mp_obj_t index_in, mp_obj_
 }
 static MP_DEFINE_CONST_FUN_OBJ_3(kpu_model_set_input_obj, kpu_model_set_input);
 
+// reserve(n_layers): the memory a run of the first n_layers needs beyond a full run, taken before forward.
+static mp_obj_t kpu_model_reserve(mp_obj_t self_in, mp_obj_t n_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    int rc = okpu_model_reserve_partial(self->model, (int)mp_obj_get_int(n_in), &err);
+    if (rc != OKPU_OK) {
+        kpu_raise_os("set_layers", &err, rc);
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(kpu_model_reserve_obj, kpu_model_reserve);
+
 static mp_obj_t kpu_model_run(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args) {
     enum { ARG_n_layers };
     static const mp_arg_t allowed_args[] = {
@@ -604,6 +617,7 @@ static const mp_rom_map_elem_t kpu_model_locals_dict_table[] = {
     { MP_ROM_QSTR(MP_QSTR_version), MP_ROM_PTR(&kpu_model_version_obj) },
     { MP_ROM_QSTR(MP_QSTR_inputs), MP_ROM_PTR(&kpu_model_inputs_obj) },
     { MP_ROM_QSTR(MP_QSTR_set_input), MP_ROM_PTR(&kpu_model_set_input_obj) },
+    { MP_ROM_QSTR(MP_QSTR_reserve), MP_ROM_PTR(&kpu_model_reserve_obj) },
     { MP_ROM_QSTR(MP_QSTR_run), MP_ROM_PTR(&kpu_model_run_obj) },
     { MP_ROM_QSTR(MP_QSTR_output_count), MP_ROM_PTR(&kpu_model_output_count_obj) },
     { MP_ROM_QSTR(MP_QSTR_output_info), MP_ROM_PTR(&kpu_model_output_info_obj) },
