@@ -30,7 +30,8 @@ void okpu_error_clear(okpu_error *err)
     }
 }
 
-int okpu_fail(okpu_error *err, int code, int layer, long offset, const char *fmt, ...)
+/* (okpu_fail): the name in parentheses is not expanded by the terse macro. */
+int(okpu_fail)(okpu_error *err, int code, int layer, long offset, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -40,6 +41,48 @@ int okpu_fail(okpu_error *err, int code, int layer, long offset, const char *fmt
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+    }
+    return code;
+}
+
+static char *put_long(char *p, char *end, long v)
+{
+    char digits[24];
+    int n = 0;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    if (v < 0 && p < end)
+        *p++ = '-';
+    do
+        digits[n++] = (char)('0' + u % 10u);
+    while ((u /= 10u) != 0 && n < (int)sizeof digits);
+    while (n > 0 && p < end)
+        *p++ = digits[--n];
+    return p;
+}
+
+static char *put_text(char *p, char *end, const char *s)
+{
+    while (*s && p < end)
+        *p++ = *s++;
+    return p;
+}
+
+int okpu_fail_terse(okpu_error *err, int code, int layer, long offset)
+{
+    if (err) {
+        char *p = err->message, *end = err->message + sizeof err->message - 1;
+        err->code = code;
+        err->layer = layer;
+        err->offset = offset;
+        if (layer >= 0) {
+            p = put_text(p, end, "layer ");
+            p = put_long(p, end, layer);
+        }
+        if (offset >= 0) {
+            p = put_text(p, end, layer >= 0 ? ", byte " : "byte ");
+            p = put_long(p, end, offset);
+        }
+        *p = '\0';
     }
     return code;
 }

@@ -80,6 +80,7 @@ static float fldf(const v3_ctx *c, unsigned i)
     return okpu_rd_f32(c->body + 4u * i);
 }
 
+#if !(defined(OKPU_ERROR_TERSE) && OKPU_ERROR_TERSE)
 static int OKPU_PRINTF(4, 5) bad(const v3_ctx *c, int code, uint64_t abs_off, const char *fmt, ...)
 {
     char buf[400];
@@ -90,6 +91,9 @@ static int OKPU_PRINTF(4, 5) bad(const v3_ctx *c, int code, uint64_t abs_off, co
     return okpu_fail(c->err, code, c->idx, (long)abs_off, "layer %d (%s) body at byte %lu: %s", c->idx, c->name,
                      (unsigned long)c->boff, buf);
 }
+#else
+#define bad(c, code, abs_off, ...) okpu_fail_terse((c)->err, (code), (c)->idx, (long)(abs_off))
+#endif
 
 /* Main-buffer range named by field `fi` of the body. */
 static int main_rng(const v3_ctx *c, unsigned fi, const char *what, uint64_t off, uint64_t size)

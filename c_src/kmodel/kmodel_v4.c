@@ -84,6 +84,7 @@ struct v4_op {
 
 /* ---- errors ---- */
 
+#if !(defined(OKPU_ERROR_TERSE) && OKPU_ERROR_TERSE)
 static int nfail_v(v4_cx *cx, uint32_t at, const char *fmt, va_list ap)
 {
     char msg[400];
@@ -117,6 +118,10 @@ static int nfail(v4_cx *cx, const char *fmt, ...)
     va_end(ap);
     return rc;
 }
+#else
+#define nfail_at(cx, at, ...) okpu_fail_terse((cx)->err, OKPU_ERR_KMODEL_FORMAT, (cx)->idx, (long)(cx)->body_off + (long)(at))
+#define nfail(cx, ...) nfail_at((cx), (cx)->pos, __VA_ARGS__)
+#endif
 
 #define TRY(x)                                                                                                         \
     do {                                                                                                               \
@@ -1389,6 +1394,7 @@ static void known_opcodes(char *buf, size_t cap)
 
 /* ================= model ================= */
 
+#if !(defined(OKPU_ERROR_TERSE) && OKPU_ERROR_TERSE)
 static int hfail(okpu_error *err, int code, long off, const char *fmt, ...) OKPU_PRINTF(4, 5);
 static int hfail(okpu_error *err, int code, long off, const char *fmt, ...)
 {
@@ -1399,6 +1405,9 @@ static int hfail(okpu_error *err, int code, long off, const char *fmt, ...)
     va_end(ap);
     return okpu_fail(err, code, -1, off, "kmodel v4 header, byte %ld: %s", off, msg);
 }
+#else
+#define hfail(err, code, off, ...) okpu_fail_terse((err), (code), -1, (long)(off))
+#endif
 static int parse_io(okpu_model *m, okpu_error *err, uint32_t ninputs, uint32_t noutputs)
 {
     uint32_t i;

@@ -173,10 +173,10 @@ static int check_side(okpu_error *err, int layer, long offset, const char *field
 {
     char what[200];
     if (value < KPU_MIN_SIDE)
-        snprintf(what, sizeof what, "KPU conv input %s %lu is below the KPU minimum of %u", name,
+        OKPU_MSGF(what, sizeof what, "KPU conv input %s %lu is below the KPU minimum of %u", name,
                  (unsigned long)value, KPU_MIN_SIDE);
     else if (value > limit)
-        snprintf(what, sizeof what, "KPU conv input %s %lu exceeds the KPU limit of %lu", name,
+        OKPU_MSGF(what, sizeof what, "KPU conv input %s %lu exceeds the KPU limit of %lu", name,
                  (unsigned long)value, (unsigned long)limit);
     else
         return OKPU_OK;
@@ -190,7 +190,7 @@ static int check_region(okpu_error *err, int layer, long offset, const char *fie
     char what[240];
     if ((uint64_t)row + rows <= OKPU_KPU_RAM_ROWS)
         return OKPU_OK;
-    snprintf(what, sizeof what,
+    OKPU_MSGF(what, sizeof what,
              "KPU conv %s map (%lux%lux%lu, %lu rows of 64 bytes) starting at row %lu ends at row %lu, past the "
              "end of the %u-row KPU RAM",
              name, (unsigned long)width, (unsigned long)height, (unsigned long)channels, (unsigned long)rows,
@@ -211,16 +211,16 @@ int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
         return rc;
 
     if (a->kernel_type >= KPU_KERNEL_TYPES) {
-        snprintf(what, sizeof what, "KPU kernel_type %u is not 0 (1x1) or 1 (3x3)", a->kernel_type);
+        OKPU_MSGF(what, sizeof what, "KPU kernel_type %u is not 0 (1x1) or 1 (3x3)", a->kernel_type);
         return reject(err, layer, offset, 4, "kernel_type", what);
     }
     if (a->pool_type >= KPU_POOL_TYPES) {
-        snprintf(what, sizeof what, "KPU pool_type %u is not one of the KPU's pool types 0..%u", a->pool_type,
+        OKPU_MSGF(what, sizeof what, "KPU pool_type %u is not one of the KPU's pool types 0..%u", a->pool_type,
                  KPU_POOL_TYPES - 1);
         return reject(err, layer, offset, 4, "pool_type", what);
     }
     if (a->depthwise && a->in_channels != a->out_channels) {
-        snprintf(what, sizeof what, "depthwise KPU conv has %lu input channels but %lu output channels (must be equal)",
+        OKPU_MSGF(what, sizeof what, "depthwise KPU conv has %lu input channels but %lu output channels (must be equal)",
                  (unsigned long)a->in_channels, (unsigned long)a->out_channels);
         return reject(err, layer, offset, 2, "o_ch_num", what);
     }
@@ -228,7 +228,7 @@ int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
     /* The pooled output size is fixed by the input and the pool type (floor of in / stride). */
     stride = kpu_pool_stride(a->pool_type);
     if (a->out_width != a->in_width / stride || a->out_height != a->in_height / stride) {
-        snprintf(what, sizeof what,
+        OKPU_MSGF(what, sizeof what,
                  "KPU conv output %lux%lu does not match input %lux%lu with pool_type %u (stride %u): expected "
                  "%lux%lu",
                  (unsigned long)a->out_width, (unsigned long)a->out_height, (unsigned long)a->in_width,
@@ -248,13 +248,13 @@ int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
     if (a->send_data_out) {
         uint64_t plane = (uint64_t)a->out_width * a->out_height;
         if ((uint64_t)a->channel_byte_num + 1u != plane) {
-            snprintf(what, sizeof what, "KPU output DMA channel size %lu bytes differs from the %lux%lu output (%lu)",
+            OKPU_MSGF(what, sizeof what, "KPU output DMA channel size %lu bytes differs from the %lux%lu output (%lu)",
                      (unsigned long)a->channel_byte_num + 1ul, (unsigned long)a->out_width,
                      (unsigned long)a->out_height, (unsigned long)plane);
             return reject(err, layer, offset, 11, "channel_byte_num", what);
         }
         if ((uint64_t)a->dma_total_byte + 1u != plane * a->out_channels) {
-            snprintf(what, sizeof what, "KPU output DMA total %lu bytes differs from the %lux%lux%lu output (%lu)",
+            OKPU_MSGF(what, sizeof what, "KPU output DMA total %lu bytes differs from the %lux%lux%lu output (%lu)",
                      (unsigned long)((uint64_t)a->dma_total_byte + 1u), (unsigned long)a->out_width,
                      (unsigned long)a->out_height, (unsigned long)a->out_channels,
                      (unsigned long)(plane * a->out_channels));
