@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+/* kmodel v5 stackvm tensor functions (kernels/v5_kernels.h). */
+#include <string.h>
+
+#include "v5_kernels.h"
+
+static float ld_f32(const uint8_t *p)
+{
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+}
+
+static void st_f32(uint8_t *p, float f)
+{
+    memcpy(p, &f, 4);
+}
+
+/* Call fn(src element, dst element) for every index of nd in row-major order. Offsets in elements. */
+#define ND_WALK(nd, BODY)                                                                                             \
+    do {                                                                                                              \
+        uint32_t idx_[OKPU_V5_MAX_RANK] = {0};                                                                        \
+        uint64_t total_ = 1;                                                                                          \
+        uint64_t it_;                                                                                                 \
+        int64_t si_ = 0, di_ = 0;                                                                                     \
+        uint32_t r_;                                                                                                  \
+        for (r_ = 0; r_ < (nd)->rank; r_++)                                                                           \
+            total_ *= (nd)->shape[r_];                                                                                \
+        for (it_ = 0; it_ < total_; it_++) {                                                                          \
+            BODY;                                                                                                     \
+            for (r_ = (nd)->rank; r_-- > 0;) {                                                                        \
+                si_ += (nd)->in_stride[r_];                                                                           \
+                di_ += (nd)->out_stride[r_];                                                                          \
+                if (++idx_[r_] < (nd)->shape[r_])                                                                     \
+                    break;                                                                                            \
+                si_ -= (int64_t)(nd)->in_stride[r_] * (nd)->shape[r_];                                                \
+                di_ -= (int64_t)(nd)->out_stride[r_] * (nd)->shape[r_];                                               \
+                idx_[r_] = 0;                                                                                         \
+            }                                                                                                         \
+        }                                                                                                             \
+    } while (0)
+
+void okpu_v5_k_copy(const okpu_v5_copy_args *a)
+{
+    const size_t e = a->esize;
+    ND_WALK(&a->nd, memcpy(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
+}
+
+float okpu_v5_round_even(float x)
+{
+    /* 2^23: from there on every float is an integer */
+    const float big = 8388608.0f;
+    float r;
+    if (!(x < big && x > -big))
+        return x;
+    r = (float)(long)x; /* truncated */
+    {
+        float diff = x - r;
+        if (diff > 0.5f || (diff == 0.5f && ((long)r & 1)))
+            r += 1.0f;
+        else if (diff < -0.5f || (diff == -0.5f && ((long)r & 1)))
+            r -= 1.0f;
+    }
+    return r;
+}
+
+void okpu_v5_k_quantize(const okpu_v5_quant_args *a)
+{
+    const int lo = a->qtype == OKPU_V5_DT_I8 ? -128 : 0, hi = a->qtype == OKPU_V5_DT_I8 ? 127 : 255;
+    ND_WALK(&a->nd, {
+        float v = okpu_v5_round_even(ld_f32(a->src + si_ * 4) * a->scale + a->bias);
+        int q = v < (float)lo ? lo : v > (float)hi ? hi : (int)v;
+        a->dst[di_] = (uint8_t)q;
+    });
+}
+
+void okpu_v5_k_dequantize(const okpu_v5_quant_args *a)
+{
+    ND_WALK(&a->nd, {
+        int q = a->qtype == OKPU_V5_DT_I8 ? (int)(int8_t)a->src[si_] : (int)a->src[si_];
+        float prod = (float)q * a->scale; /* rounded on its own, then the add */
+        st_f32(a->dst + di_ * 4, prod + a->bias);
+    });
+}
+
+void okpu_v5_k_pad(const okpu_v5_pad_args *a)
+{
+    okpu_v5_nd nd;
+    const size_t e = a->esize;
+    uint32_t r;
+    memset(&nd, 0, sizeof nd);
+    nd.rank = a->rank;
+    for (r = 0; r < a->rank; r++) {
+        nd.shape[r] = a->out_shape[r];
+        nd.out_stride[r] = a->out_stride[r];
+    }
+    ND_WALK(&nd, {
+        int64_t src = 0;
+        uint32_t k;
+        int inside = 1;
+        (void)si_;
+        for (k = 0; k < a->rank; k++) {
+            int64_t i = (int64_t)idx_[k] - a->before[k];
+            if (i < 0 || i >= (int64_t)a->in_shape[k]) {
+                inside = 0;
+                break;
+            }
+            src += i * a->in_stride[k];
+        }
+        if (inside)
+            memcpy(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e);
+        else
+            memcpy(a->dst + di_ * (int64_t)e, a->value, e);
+    });
+}
+
+void okpu_v5_k_conv2d(const okpu_v5_conv2d_args *a)
+{
+    const uint32_t g_ic = a->ic / a->groups, g_oc = a->oc / a->groups;
+    uint32_t b, o, oy, ox, c, ky, kx;
+    for (b = 0; b < a->n; b++)
+        for (o = 0; o < a->oc; o++) {
+            const uint32_t g = o / g_oc;
+            const float bias = ld_f32(a->bias + (int64_t)o * a->bias_stride * 4);
+            for (oy = 0; oy < a->oh; oy++)
+                for (ox = 0; ox < a->ow; ox++) {
+                    float v = bias;
+                    const int64_t y0 = (int64_t)oy * a->stride_h - a->pad_top;
+                    const int64_t x0 = (int64_t)ox * a->stride_w - a->pad_left;
+                    for (c = 0; c < g_ic; c++) {
+                        const uint32_t ic = g * g_ic + c;
+                        for (ky = 0; ky < a->kh; ky++) {
+                            const int64_t y = y0 + (int64_t)ky * a->dil_h;
+                            if (y < 0 || y >= (int64_t)a->ih)
+                                continue;
+                            for (kx = 0; kx < a->kw; kx++) {
+                                const int64_t x = x0 + (int64_t)kx * a->dil_w;
+                                float xv, wv, prod;
+                                if (x < 0 || x >= (int64_t)a->iw)
+                                    continue;
+                                xv = ld_f32(a->src + 4 * ((int64_t)b * a->in_stride[0] + (int64_t)ic * a->in_stride[1] +
+                                                          y * a->in_stride[2] + x * a->in_stride[3]));
+                                wv = ld_f32(a->weights +
+                                            4 * ((int64_t)o * a->w_stride[0] + (int64_t)c * a->w_stride[1] +
+                                                 (int64_t)ky * a->w_stride[2] + (int64_t)kx * a->w_stride[3]));
+                                prod = xv * wv;
+                                v = v + prod;
+                            }
+                        }
+                    }
+                    v = v < a->clamp_lo ? a->clamp_lo : v > a->clamp_hi ? a->clamp_hi : v;
+                    st_f32(a->dst + 4 * ((int64_t)b * a->out_stride[0] + (int64_t)o * a->out_stride[1] +
+                                         (int64_t)oy * a->out_stride[2] + (int64_t)ox * a->out_stride[3]),
+                           v);
+                }
+        }
+}
