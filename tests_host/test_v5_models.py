@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kmodel v5 (nncase 1.x, K210 target) through the _kpu binding.
+
+1. Hand-built v5 files, one stackvm tensor function each, against independent NumPy references (the file layout and
+   the instruction encodings are written here from kmodel-v5.md, not by the code under test).
+2. The nncase-compiled models of ../shared/testdata/kmodel_v5_nncase against the nncase Simulator's outputs (skipped,
+   saying why, without the data); models using tensor functions not implemented yet must be refused by name."""
+import json
+import struct
+
+import numpy as np
+import pytest
+
+_kpu = pytest.importorskip("_kpu")
+
+F32, U8, I8 = 9, 4, 0
+DT_SIZE = {F32: 4, U8: 1, I8: 1}
+NP = {F32: np.float32, U8: np.uint8, I8: np.int8}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a v5 writer for tests (kmodel-v5.md section 2; 1.6-1.9 numbering, 3-value paddings)
+
+def pad8(b):
+    return b + bytes(-len(b) % 8)
+
+
+def mrange(loc, dt, start, size):
+    return struct.pack("<BBHII", loc, dt, 0, start, size)
+
+
+def shape_blob(dims):
+    return struct.pack("<I", len(dims)) + struct.pack("<%dI" % len(dims), *dims)
+
+
+class Code:
+    def __init__(self):
+        self.b = b""
+
+    def lea(self, loc, off):
+        self.b += struct.pack("<BBBI", 0x17, loc, 0, off)
+
+    def i4(self, v):
+        self.b += struct.pack("<Bi", 0x02, v)
+
+    def r4(self, v):
+        self.b += struct.pack("<Bf", 0x05, v)
+
+    def shape(self, reg, vals):
+        for v in vals:
+            self.i4(v)
+        self.b += struct.pack("<BBB", 0x31, reg, len(vals))
+
+    def paddings(self, reg, pads):
+        for before, after in pads:
+            self.i4(before), self.i4(after), self.i4(0)
+        self.b += struct.pack("<BBB", 0x32, reg, len(pads))
+
+    def tensor(self, fid, fields):
+        self.b += struct.pack("<BH", 0x5E, fid) + fields
+
+
+def strides(shape):
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return list(reversed(out))
+
+
+def v5_file(code, in_dt, in_shape, out_dt, out_shape, rdata=b"", data_pool=0):
+    in_bytes = int(np.prod(in_shape)) * DT_SIZE[in_dt]
+    out_bytes = int(np.prod(out_shape)) * DT_SIZE[out_dt]
+    fn = (mrange(0, in_dt, 0, in_bytes) + shape_blob(in_shape) + mrange(1, out_dt, 0, out_bytes) +
+          shape_blob(out_shape))
+    fhdr = struct.pack("<8I", 32, 0, in_bytes, out_bytes, 1, 1, 0, len(code))
+    func = fhdr + fn
+    func = pad8(func)
+    func = func[:4] + struct.pack("<I", len(func)) + func[8:]
+    body = struct.pack("<BBBBI", 2, 0, 0, 0, len(rdata)) + struct.pack("<BBBBI", 3, 0, 0, 0, data_pool) + func
+    start = 32 + 48
+    sections = b""
+    for name, blob in ((b".rdata", rdata), (b".text", code)):
+        hdr_end = start + len(body) + len(sections) + 32
+        padding = -hdr_end % 8
+        sections += name.ljust(16, b"\0") + struct.pack("<4I", 0, padding, len(blob), 0) + bytes(padding) + blob
+    body = pad8(body + sections) if (start + len(body + sections)) % 8 else body + sections
+    module = b"stackvm".ljust(16, b"\0") + struct.pack("<8I", 1, 48, 48 + len(body), 2, 0, 2, 1, 0) + body
+    return b"LDMK" + struct.pack("<7I", 5, 32, 0, 8, 1, 0, 0) + module
+
+
+def run(data, x):
+    m = _kpu.Model(data)
+    m.set_input(0, np.ascontiguousarray(x).tobytes())
+    m.run()
+    out = m.output(0)
+    return m, out[0]
+
+
+def out_array(raw, dt, shape):
+    return np.frombuffer(raw, NP[dt]).reshape(shape)
+
+
+def copy_like(fid, in_shape, src_strides, out_shape, extra_fields, extra_regs, dt=F32, src_off=0):
+    c = Code()
+    c.lea(0, src_off)
+    c.lea(1, 0)
+    c.shape(0, in_shape)
+    c.shape(1, src_strides)
+    c.shape(2, strides(out_shape))
+    for reg, vals in extra_regs:
+        c.shape(reg, vals)
+    c.tensor(fid, bytes([dt, 0, 1, 2]) + extra_fields)
+    return c.b
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one tensor function per file, against NumPy
+
+RNG = np.random.default_rng(5)
+
+
+def test_copy_strided_matches_numpy():
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    # copy channels 1..2 of a [2,3,4,5] tensor: shape [2,2,4,5] read with the source's strides from channel 1
+    code = copy_like(0x09, [2, 2, 4, 5], strides([2, 3, 4, 5]), [2, 2, 4, 5], b"", [], src_off=4 * 20)
+    _, raw = run(v5_file(code, F32, [2, 3, 4, 5], F32, [2, 2, 4, 5]), x)
+    assert np.array_equal(out_array(raw, F32, (2, 2, 4, 5)), x[:, 1:3])
+
+
+def test_slice_with_steps_matches_numpy():
+    x = RNG.integers(0, 256, (1, 4, 9, 7), dtype=np.uint8)
+    want = x[:, 1:4:2, 8:0:-3, 0:7:2]
+    code = copy_like(0x1E, [1, 4, 9, 7], strides([1, 4, 9, 7]), list(want.shape), bytes([3, 4, 5]),
+                     [(3, [0, 1, 8, 0]), (4, [1, 4, 0, 7]), (5, [1, 2, -3, 2])], dt=U8)
+    _, raw = run(v5_file(code, U8, [1, 4, 9, 7], U8, list(want.shape)), x)
+    assert np.array_equal(out_array(raw, U8, want.shape), want)
+
+
+def test_transpose_matches_numpy():
+    x = RNG.integers(0, 256, (1, 3, 4, 5), dtype=np.uint8)
+    want = x.transpose(0, 2, 3, 1)
+    code = copy_like(0x24, [1, 3, 4, 5], strides([1, 3, 4, 5]), list(want.shape), bytes([3]), [(3, [0, 2, 3, 1])],
+                     dt=U8)
+    _, raw = run(v5_file(code, U8, [1, 3, 4, 5], U8, list(want.shape)), x)
+    assert np.array_equal(out_array(raw, U8, want.shape), want)
+
+
+@pytest.mark.parametrize("qdt", [U8, I8])
+def test_quantize_rounds_half_even_and_clamps(qdt):
+    x = np.array([[-300, -128.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.49, 127.5, 254.5, 255.5, 1e9]], np.float32) / 2
+    scale, bias = np.float32(2.0), np.float32(0.25)
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, [1, 12]), c.shape(1, [12, 1]), c.shape(2, [12, 1])
+    c.r4(scale), c.r4(bias)
+    c.tensor(0x14, bytes([F32, qdt, 0, 1, 2]))
+    # the model exchanges u8; the instruction reads/writes those bytes as its own type
+    _, raw = run(v5_file(c.b, F32, [1, 12], U8, [1, 12]), x)
+    lo, hi = (0, 255) if qdt == U8 else (-128, 127)
+    v = np.float32(x * scale) + bias  # two roundings, as nncase
+    want = np.clip(np.rint(v.astype(np.float32)), lo, hi).astype(NP[qdt])
+    assert np.array_equal(out_array(raw, qdt, (1, 12)), want)
+
+
+@pytest.mark.parametrize("qdt", [U8, I8])
+def test_dequantize_matches_numpy(qdt):
+    x = np.arange(256, dtype=np.uint8).astype(NP[qdt]).reshape(1, 4, 8, 8)
+    scale, bias = np.float32(0.03845), np.float32(-5.0374)
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, [1, 4, 8, 8]), c.shape(1, strides([1, 4, 8, 8])), c.shape(2, strides([1, 4, 8, 8]))
+    c.r4(scale), c.r4(bias)
+    c.tensor(0x0B, bytes([qdt, F32, 0, 1, 2]))
+    _, raw = run(v5_file(c.b, U8, [1, 4, 8, 8], F32, [1, 4, 8, 8]), x)
+    want = (x.astype(np.float32) * scale).astype(np.float32) + bias
+    assert np.array_equal(out_array(raw, F32, x.shape), want)
+
+
+def test_pad_constant_with_crop_matches_numpy():
+    x = RNG.integers(0, 256, (1, 2, 5, 6), dtype=np.uint8)
+    pads = [(0, 0), (1, 2), (2, -1), (-2, 3)]
+    want = np.pad(x, [(max(b, 0), max(a, 0)) for b, a in pads], constant_values=7)
+    want = want[:, :, :want.shape[2] - 1, 2:]
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.i4(7)
+    c.shape(0, [1, 2, 5, 6]), c.shape(1, strides([1, 2, 5, 6])), c.shape(2, strides(list(want.shape)))
+    c.paddings(0, pads)
+    c.tensor(0x13, bytes([U8, 0, 1, 2, 0, 0]))
+    _, raw = run(v5_file(c.b, U8, [1, 2, 5, 6], U8, list(want.shape)), x)
+    assert np.array_equal(out_array(raw, U8, want.shape), want)
+
+
+def conv_reference(x, w, b, stride, dil, pads, groups, lo, hi):
+    n, ic, ih, iw = x.shape
+    oc, gic, kh, kw = w.shape
+    (pt, pb), (pl, pr) = pads
+    oh = (ih + pt + pb - ((kh - 1) * dil[0] + 1)) // stride[0] + 1
+    ow = (iw + pl + pr - ((kw - 1) * dil[1] + 1)) // stride[1] + 1
+    out = np.zeros((n, oc, oh, ow), np.float32)
+    goc = oc // groups
+    for bi in range(n):
+        for o in range(oc):
+            g = o // goc
+            for oy in range(oh):
+                for ox in range(ow):
+                    v = np.float32(b[o])
+                    for c in range(gic):
+                        for ky in range(kh):
+                            y = oy * stride[0] - pt + ky * dil[0]
+                            if not 0 <= y < ih:
+                                continue
+                            for kx in range(kw):
+                                xx = ox * stride[1] - pl + kx * dil[1]
+                                if 0 <= xx < iw:
+                                    v = np.float32(v + np.float32(x[bi, g * gic + c, y, xx] * w[o, c, ky, kx]))
+                    out[bi, o, oy, ox] = min(max(v, lo), hi)
+    return out
+
+
+@pytest.mark.parametrize("groups, stride, dil", [(1, (1, 1), (1, 1)), (2, (2, 1), (1, 2))])
+def test_float_conv2d_matches_numpy(groups, stride, dil):
+    x = RNG.standard_normal((1, 4, 6, 7)).astype(np.float32)
+    w = RNG.standard_normal((6, 4 // groups, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(6).astype(np.float32)
+    pads = ((1, 0), (2, 1))
+    lo, hi = np.float32(-1.5), np.float32(2.0)
+    want = conv_reference(x, w, b, stride, dil, pads, groups, lo, hi)
+    rdata = w.tobytes() + b.tobytes()
+    c = Code()
+    c.lea(0, 0), c.lea(2, 0), c.lea(2, w.nbytes), c.lea(1, 0)
+    for before, after in pads:
+        c.i4(before), c.i4(after), c.i4(0)
+    c.shape(0, list(x.shape)), c.shape(1, strides(list(x.shape)))
+    c.shape(2, list(w.shape)), c.shape(3, strides(list(w.shape)))
+    c.shape(4, [1]), c.shape(5, strides(list(want.shape)))
+    c.tensor(0x06, bytes([F32, 0, 1, 2, 3, 4, 5]) + struct.pack("<5H2f", groups, stride[0], stride[1], dil[0],
+                                                                    dil[1], lo, hi))
+    _, raw = run(v5_file(c.b, F32, list(x.shape), F32, list(want.shape), rdata=rdata), x)
+    assert np.array_equal(out_array(raw, F32, want.shape), want)
+
+
+def test_unimplemented_tensor_function_is_refused_by_name():
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, [1, 4]), c.shape(1, [4, 1]), c.shape(2, [4, 1])
+    c.tensor(0x1D, bytes([F32, 0, 1, 2]))  # SIGMOID (1.6-1.9)
+    with pytest.raises(Exception) as e:
+        _kpu.Model(v5_file(c.b, F32, [1, 4], F32, [1, 4]))
+    assert "2002" in str(e.value) and "SIGMOID" in str(e.value) and "byte" in str(e.value)
+
+
+def test_copy_past_its_pool_is_refused():
+    code = copy_like(0x09, [2, 3, 4, 5], strides([2, 3, 4, 5]), [2, 3, 4, 5], b"", [], src_off=4)
+    with pytest.raises(Exception) as e:
+        _kpu.Model(v5_file(code, F32, [2, 3, 4, 5], F32, [2, 3, 4, 5]))
+    assert "2003" in str(e.value) and "outside" in str(e.value) and "COPY" in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the nncase-compiled models
+
+RUNS = ["iris_f32_v190", "iris_ptq_v190", "yolo320_v190"]
+# not implemented yet (issue 15): the first tensor function each one needs that openkpu lacks
+REFUSED = {"convnet_u8_v190": "REDUCE_WINDOW2D", "convnet_u8_v100": "REDUCE_WINDOW2D",
+           "floatin_f32_v190": "REDUCE_WINDOW2D", "multiout_u8out_v190": "RESIZE_IMAGE",
+           "multiout_k210copy_v190": "RESIZE_IMAGE", "yolox_nano_224": "CONVERT"}
+
+
+def case(testdata, name):
+    cases = {c["name"]: c for c in json.loads(testdata("kmodel_v5_nncase", "cases.json").read_text())}
+    return cases[name]
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_compiled_model_matches_the_simulator(testdata, name):
+    c = case(testdata, name)
+    m = _kpu.Model(testdata("kmodel_v5_nncase", c["kmodel"]).read_bytes())
+    x = np.load(testdata("kmodel_v5_nncase", c["input"]["file"]))
+    m.set_input(0, x.tobytes())
+    m.run()
+    for i, o in enumerate(c["outputs"]):
+        ref = np.load(testdata("kmodel_v5_nncase", o["file"]))
+        raw = m.output(i)[0]
+        got = np.frombuffer(raw, ref.dtype).reshape(ref.shape)
+        diff = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
+        print("%s output %d: max |difference| %.3g" % (name, i, diff))
+        assert np.array_equal(got, ref), "max difference %g" % diff
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_compiled_model_not_yet_supported_is_refused_by_name(testdata, name):
+    data = testdata("kmodel_v5_nncase", name + ".kmodel").read_bytes()
+    with pytest.raises(Exception) as e:
+        _kpu.Model(data)
+    msg = str(e.value)
+    assert "2002" in msg and REFUSED[name] in msg and "byte" in msg and "nncase" in msg
+
+
+def test_release_group_is_detected(testdata):
+    """The 1.0.0 and the September-2021 development build number their functions differently: the refusal names
+    the group each file decodes with (kmodel-v5.md section 9)."""
+    for name, group in (("convnet_u8_v100", "nncase 1.0.0's"), ("yolox_nano_224", "1.0.0-beta1 .. 1.0.0-rc1"),
+                        ("convnet_u8_v190", "1.6.0 .. 1.9.0")):
+        with pytest.raises(Exception) as e:
+            _kpu.Model(testdata("kmodel_v5_nncase", name + ".kmodel").read_bytes())
+        assert group in str(e.value)
+
+
+def test_pre_release_v5_is_refused(testdata):
+    data = testdata("kmodel_v5_nncase", "yolox_nano_224_old.kmodel").read_bytes()
+    with pytest.raises(Exception) as e:
+        _kpu.Model(data)
+    msg = str(e.value)
+    assert "2002" in msg and "pre-release / development-build v5" in msg and "byte 8" in msg
