@@ -13,6 +13,11 @@ void okpu_v5_k_quantize(const okpu_v5_quant_args *a);
 void okpu_v5_k_dequantize(const okpu_v5_quant_args *a);
 void okpu_v5_k_pad(const okpu_v5_pad_args *a);
 void okpu_v5_k_conv2d(const okpu_v5_conv2d_args *a);
+void okpu_v5_k_window(const okpu_v5_window_args *a);
+void okpu_v5_k_reduce(const okpu_v5_reduce_args *a);
+void okpu_v5_k_softmax(const okpu_v5_softmax_args *a);
+void okpu_v5_k_binary(const okpu_v5_binary_args *a);
+void okpu_v5_k_lut(const okpu_v5_lut_args *a);
 
 /* Round half to even, as nearbyintf in the default rounding mode (for |x| < 2^23; larger values are integers). */
 float okpu_v5_round_even(float x);

@@ -2,6 +2,7 @@
 /* kmodel v5 stackvm tensor functions (kernels/v5_kernels.h). */
 #include <string.h>
 
+#include "fmath.h"
 #include "v5_kernels.h"
 
 static float ld_f32(const uint8_t *p)
@@ -17,7 +18,7 @@ static void st_f32(uint8_t *p, float f)
 }
 
 /* Call fn(src element, dst element) for every index of nd in row-major order. Offsets in elements. */
-#define ND_WALK(nd, BODY)                                                                                             \
+#define ND_WALK(nd, ...)                                                                                              \
     do {                                                                                                              \
         uint32_t idx_[OKPU_V5_MAX_RANK] = {0};                                                                        \
         uint64_t total_ = 1;                                                                                          \
@@ -27,7 +28,7 @@ static void st_f32(uint8_t *p, float f)
         for (r_ = 0; r_ < (nd)->rank; r_++)                                                                           \
             total_ *= (nd)->shape[r_];                                                                                \
         for (it_ = 0; it_ < total_; it_++) {                                                                          \
-            BODY;                                                                                                     \
+            __VA_ARGS__;                                                                                               \
             for (r_ = (nd)->rank; r_-- > 0;) {                                                                        \
                 si_ += (nd)->in_stride[r_];                                                                           \
                 di_ += (nd)->out_stride[r_];                                                                          \
@@ -154,4 +155,132 @@ void okpu_v5_k_conv2d(const okpu_v5_conv2d_args *a)
                            v);
                 }
         }
+}
+
+static float clampf(float v, float lo, float hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void okpu_v5_k_window(const okpu_v5_window_args *a)
+{
+    uint32_t b, c, oy, ox, ky, kx;
+    for (b = 0; b < a->n; b++)
+        for (c = 0; c < a->c; c++)
+            for (oy = 0; oy < a->oh; oy++)
+                for (ox = 0; ox < a->ow; ox++) {
+                    const int64_t y0 = (int64_t)oy * a->sh - a->pad_top, x0 = (int64_t)ox * a->sw - a->pad_left;
+                    float v = a->init;
+                    uint32_t taps = 0;
+                    for (ky = 0; ky < a->fh; ky++) {
+                        const int64_t y = y0 + (int64_t)ky * a->dh;
+                        if (y < 0 || y >= (int64_t)a->ih)
+                            continue;
+                        for (kx = 0; kx < a->fw; kx++) {
+                            const int64_t x = x0 + (int64_t)kx * a->dw;
+                            float t;
+                            if (x < 0 || x >= (int64_t)a->iw)
+                                continue;
+                            t = ld_f32(a->src + 4 * ((int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1] +
+                                                     y * a->in_stride[2] + x * a->in_stride[3]));
+                            taps++;
+                            if (a->op == 0 || a->op == 3)
+                                v = v + t;
+                            else if (a->op == 1)
+                                v = t < v ? t : v;
+                            else
+                                v = t > v ? t : v;
+                        }
+                    }
+                    if (a->op == 0)
+                        v = taps ? v / (float)taps : v;
+                    st_f32(a->dst + 4 * ((int64_t)b * a->out_stride[0] + (int64_t)c * a->out_stride[1] +
+                                         (int64_t)oy * a->out_stride[2] + (int64_t)ox * a->out_stride[3]),
+                           clampf(v, a->clamp_lo, a->clamp_hi));
+                }
+}
+
+void okpu_v5_k_reduce(const okpu_v5_reduce_args *a)
+{
+    /* min / max start from the type's extremes whatever init was pushed (nncase's reference kernel) */
+    const float init = a->op == 1 ? 3.40282347e38f : a->op == 2 ? -3.40282347e38f : a->init;
+    okpu_v5_nd out;
+    uint32_t r;
+    out = a->walk;
+    for (r = 0; r < out.rank; r++)
+        out.shape[r] = a->out_shape[r], out.out_stride[r] = a->out_stride[r];
+    ND_WALK(&out, {
+        (void)si_;
+        st_f32(a->dst + di_ * 4, init);
+    });
+    ND_WALK(&a->walk, {
+        uint8_t *o = a->dst + di_ * 4;
+        const float x = ld_f32(a->src + si_ * 4), v = ld_f32(o);
+        st_f32(o, a->op == 1 ? (x < v ? x : v) : a->op == 2 ? (x > v ? x : v) : v + x);
+    });
+    if (a->op == 0)
+        ND_WALK(&out, {
+            (void)si_;
+            st_f32(a->dst + di_ * 4, ld_f32(a->dst + di_ * 4) / (float)a->count);
+        });
+}
+
+void okpu_v5_k_softmax(const okpu_v5_softmax_args *a)
+{
+    ND_WALK(&a->nd, {
+        const uint8_t *x = a->src + si_ * 4;
+        uint8_t *y = a->dst + di_ * 4;
+        float m = ld_f32(x), s = 0.0f;
+        uint32_t i;
+        for (i = 1; i < a->len; i++) {
+            const float v = ld_f32(x + (int64_t)i * a->in_step * 4);
+            m = v > m ? v : m;
+        }
+        for (i = 0; i < a->len; i++) {
+            const float t = (ld_f32(x + (int64_t)i * a->in_step * 4) - m) * a->beta;
+            const float e = okpu_expf(t);
+            st_f32(y + (int64_t)i * a->out_step * 4, e);
+            s = s + e;
+        }
+        for (i = 0; i < a->len; i++) {
+            uint8_t *p = y + (int64_t)i * a->out_step * 4;
+            st_f32(p, ld_f32(p) / s);
+        }
+    });
+}
+
+void okpu_v5_k_binary(const okpu_v5_binary_args *a)
+{
+    uint32_t idx[OKPU_V5_MAX_RANK] = {0}, r;
+    uint64_t total = 1, it;
+    int64_t ai = 0, bi = 0, oi = 0;
+    for (r = 0; r < a->rank; r++)
+        total *= a->shape[r];
+    for (it = 0; it < total; it++) {
+        const float x = ld_f32(a->a + ai * 4), y = ld_f32(a->b + bi * 4);
+        float v;
+        switch (a->op) {
+        case 0: v = x + y; break;
+        case 1: v = x - y; break;
+        case 2: v = x * y; break;
+        case 3: v = x / y; break;
+        case 4: v = x < y ? x : y; break;
+        default: v = x > y ? x : y; break;
+        }
+        st_f32(a->dst + oi * 4, clampf(v, a->clamp_lo, a->clamp_hi));
+        for (r = a->rank; r-- > 0;) {
+            ai += a->a_stride[r], bi += a->b_stride[r], oi += a->out_stride[r];
+            if (++idx[r] < a->shape[r])
+                break;
+            ai -= (int64_t)a->a_stride[r] * a->shape[r];
+            bi -= (int64_t)a->b_stride[r] * a->shape[r];
+            oi -= (int64_t)a->out_stride[r] * a->shape[r];
+            idx[r] = 0;
+        }
+    }
+}
+
+void okpu_v5_k_lut(const okpu_v5_lut_args *a)
+{
+    ND_WALK(&a->nd, a->dst[di_] = a->table[a->src[si_]]);
 }

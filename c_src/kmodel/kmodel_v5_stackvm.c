@@ -695,6 +695,266 @@ static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
+static int need_f32(sv *s, uint32_t dt)
+{
+    if (dt == OKPU_V5_DT_F32)
+        return OKPU_OK;
+    return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                   "stackvm %s at byte %ld on %s; this runtime computes it on f32 only (nncase's K210 models use f32 "
+                   "there)",
+                   s->name, s->at, v5_dtype_name(dt));
+}
+
+static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, init, out;
+    int32_t pt, pb, pl, pr;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], oshape[4], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[4], oh, ow;
+    const uint32_t op = p[4];
+    const uint16_t fh = (uint16_t)(p[8] | (p[9] << 8)), fw = (uint16_t)(p[10] | (p[11] << 8)),
+                   sh = (uint16_t)(p[12] | (p[13] << 8)), sw = (uint16_t)(p[14] | (p[15] << 8)),
+                   dh = (uint16_t)(p[16] | (p[17] << 8)), dw = (uint16_t)(p[18] | (p[19] << 8));
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (op > 3u)
+        return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
+    TRYS(pop_padding(s, &pl, &pr));
+    TRYS(pop_padding(s, &pt, &pb));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_F32, &init, "initial value"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    if (rank != 4)
+        return sfail(s, "its input is not 4-dimensional (NCHW)");
+    TRYS(strides_of(s, p[6], 4, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], 4, os, "rstride_dest"));
+    if (!fh || !fw || !sh || !sw || !dh || !dw || pt < -0xFFFF || pt > 0xFFFF || pl < -0xFFFF || pl > 0xFFFF ||
+        pb < -0xFFFF || pb > 0xFFFF || pr < -0xFFFF || pr > 0xFFFF)
+        return sfail(s, "its filter, strides, dilations or paddings are 0 or out of range");
+    oh = ((int64_t)shape[2] + pt + pb - ((int64_t)(fh - 1) * dh + 1) + sh) / sh;
+    ow = ((int64_t)shape[3] + pl + pr - ((int64_t)(fw - 1) * dw + 1) + sw) / sw;
+    if (oh <= 0 || ow <= 0)
+        return sfail(s, "its output size is not positive");
+    oshape[0] = shape[0], oshape[1] = shape[1], oshape[2] = (uint32_t)oh, oshape[3] = (uint32_t)ow;
+    TRYS(view(s, &in.a, 4, 4, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, 4, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_WINDOW, id, bytes, &args));
+    if (args) {
+        okpu_v5_window_args *a = (okpu_v5_window_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->op = op;
+        a->n = shape[0], a->c = shape[1], a->ih = shape[2], a->iw = shape[3];
+        a->oh = (uint32_t)oh, a->ow = (uint32_t)ow;
+        for (k = 0; k < 4; k++)
+            a->in_stride[k] = (int32_t)is[k], a->out_stride[k] = (int32_t)os[k];
+        a->fh = fh, a->fw = fw, a->sh = sh, a->sw = sw, a->dh = dh, a->dw = dw;
+        a->pad_top = pt, a->pad_left = pl;
+        a->init = init.f;
+        a->clamp_lo = okpu_rd_f32(p + 20), a->clamp_hi = okpu_rd_f32(p + 24);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, 4, oshape,
+             okpu_sat_mul(count_elems(4, oshape), (uint64_t)fh * fw));
+    return OKPU_OK;
+}
+
+static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, init;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], kshape[OKPU_V5_MAX_RANK], orank = 0, k;
+    uint32_t reduced = 0, count = 1;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], wos[OKPU_V5_MAX_RANK], kos[OKPU_V5_MAX_RANK];
+    const sv_shape *axes = NULL;
+    const uint32_t op = p[7], keep = p[9];
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (op > 3u)
+        return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
+    TRYS(pop(s, 0, &init, "initial value"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    if (init.kind == E_ADDR || (init.kind == E_INT && init.i != 0))
+        return sfail(s, "its initial value is not a float");
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(reg_shape(s, p[8], &axes, "rshape_axis"));
+    for (k = 0; k < axes->rank; k++) {
+        uint32_t ax = (uint32_t)axes->v[k];
+        if (ax >= rank || (reduced & (1u << ax)))
+            return sfail(s, "its axes are not distinct dimensions of the input");
+        reduced |= 1u << ax;
+    }
+    for (k = 0; k < rank; k++) {
+        kshape[k] = reduced & (1u << k) ? 1u : shape[k];
+        if (reduced & (1u << k))
+            count *= shape[k] ? shape[k] : 1u; /* bounded by the input view below */
+        else
+            orank++;
+    }
+    if (keep)
+        orank = rank;
+    TRYS(strides_of(s, p[6], orank, os, "rstride_dest"));
+    for (k = 0, orank = 0; k < rank; k++) { /* the output strides on the input's axes, 0 where reduced */
+        if (keep) {
+            kos[k] = os[k];
+        } else {
+            kos[k] = reduced & (1u << k) ? 0 : os[orank++];
+        }
+        wos[k] = reduced & (1u << k) ? 0 : kos[k];
+    }
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, rank, kshape, kos, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_REDUCE, id, bytes, &args));
+    if (args) {
+        okpu_v5_reduce_args *a = (okpu_v5_reduce_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->op = op;
+        a->count = count;
+        a->init = init.kind == E_F32 ? init.f : 0.0f;
+        fill_nd(&a->walk, rank, shape, is, wos);
+        for (k = 0; k < rank; k++)
+            a->out_shape[k] = kshape[k], a->out_stride[k] = (int32_t)kos[k];
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, kshape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
+static int t_softmax(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], outer[OKPU_V5_MAX_RANK], k, axis;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    const int32_t ax = okpu_rd_i32(p + 7);
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    if (ax >= (int32_t)rank || ax < -(int32_t)rank || rank == 0)
+        return sfail(s, "its axis is not a dimension of the input");
+    axis = (uint32_t)(ax < 0 ? ax + (int32_t)rank : ax);
+    for (k = 0; k < rank; k++)
+        outer[k] = k == axis ? 1u : shape[k];
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_SOFTMAX, id, bytes, &args));
+    if (args) {
+        okpu_v5_softmax_args *a = (okpu_v5_softmax_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->len = shape[axis];
+        a->in_step = (int32_t)is[axis];
+        a->out_step = (int32_t)os[axis];
+        a->beta = okpu_rd_f32(p + 11);
+        fill_nd(&a->nd, rank, outer, is, os);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, shape, okpu_sat_mul(count_elems(rank, shape), 3));
+    return OKPU_OK;
+}
+
+static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry a_, b_, out;
+    const int has_dest_shape = bytes == 19u; /* the 1.4.0+ layout (section 7.3) */
+    const uint32_t op = p[has_dest_shape ? 10 : 9];
+    const uint8_t *clamp = p + (has_dest_shape ? 11 : 10);
+    uint32_t ra, rb, rank, sa[OKPU_V5_MAX_RANK], sb[OKPU_V5_MAX_RANK], so[OKPU_V5_MAX_RANK], k;
+    uint32_t ea[OKPU_V5_MAX_RANK], eb[OKPU_V5_MAX_RANK];
+    int64_t ta[OKPU_V5_MAX_RANK], tb[OKPU_V5_MAX_RANK], to[OKPU_V5_MAX_RANK];
+    int64_t xa[OKPU_V5_MAX_RANK], xb[OKPU_V5_MAX_RANK];
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (op > 5u) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "binary_op %lu (0..5 = add, sub, mul, div, min, max are supported)",
+                 (unsigned long)op);
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm BINARY at byte %ld: %s", s->at, msg);
+    }
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &b_, "second input address"));
+    TRYS(pop(s, E_ADDR, &a_, "first input address"));
+    TRYS(dims_of(s, p[4], &ra, sa, "rshape_src1"));
+    TRYS(strides_of(s, p[5], ra, ta, "rstride_src1"));
+    TRYS(dims_of(s, p[6], &rb, sb, "rshape_src2"));
+    TRYS(strides_of(s, p[7], rb, tb, "rstride_src2"));
+    rank = ra > rb ? ra : rb;
+    for (k = 0; k < rank; k++) { /* numpy broadcasting, aligned on the last axis */
+        const uint32_t da = k + ra >= rank ? sa[k + ra - rank] : 1u, db = k + rb >= rank ? sb[k + rb - rank] : 1u;
+        if (da != db && da != 1u && db != 1u)
+            return sfail(s, "its input shapes do not broadcast");
+        so[k] = da == 1u ? db : da;
+        ea[k] = da, eb[k] = db;
+        xa[k] = (k + ra >= rank && da != 1u) ? ta[k + ra - rank] : 0;
+        xb[k] = (k + rb >= rank && db != 1u) ? tb[k + rb - rank] : 0;
+    }
+    if (has_dest_shape) {
+        uint32_t rd, sd[OKPU_V5_MAX_RANK];
+        TRYS(dims_of(s, p[8], &rd, sd, "rshape_dest"));
+        if (rd != rank || memcmp(sd, so, rank * sizeof so[0]) != 0)
+            return sfail(s, "its output shape is not the broadcast of its input shapes");
+    }
+    TRYS(strides_of(s, p[has_dest_shape ? 9 : 8], rank, to, "rstride_dest"));
+    TRYS(view(s, &a_.a, 4, ra, sa, ta, 0, "first input"));
+    TRYS(view(s, &b_.a, 4, rb, sb, tb, 0, "second input"));
+    TRYS(view(s, &out.a, 4, rank, so, to, 1, "output"));
+    (void)ea, (void)eb;
+    TRYS(take_step(s, OKPU_STEP_V5_BINARY, id, bytes, &args));
+    if (args) {
+        okpu_v5_binary_args *a = (okpu_v5_binary_args *)args;
+        a->a = v5_ptr(s->cx, &a_.a);
+        a->b = v5_ptr(s->cx, &b_.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->op = op;
+        a->rank = rank;
+        for (k = 0; k < rank; k++) {
+            a->shape[k] = so[k];
+            a->a_stride[k] = (int32_t)xa[k], a->b_stride[k] = (int32_t)xb[k], a->out_stride[k] = (int32_t)to[k];
+        }
+        a->clamp_lo = okpu_rd_f32(clamp), a->clamp_hi = okpu_rd_f32(clamp + 4);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, so, count_elems(rank, so));
+    return OKPU_OK;
+}
+
+static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, table, out, lo, hi;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], tshape[1] = {256};
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], ts[1] = {1};
+    const uint32_t len = (uint32_t)(p[7] | (p[8] << 8));
+    void *args;
+    if (p[3] != OKPU_V5_DT_U8 || len != 256u)
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                       "stackvm LUT1D at byte %ld on %s with a %lu-entry table; this runtime (like nncase) looks up "
+                       "u8 values in 256-entry tables",
+                       s->at, v5_dtype_name(p[3]), (unsigned long)len);
+    TRYS(pop(s, 0, &hi, "max"));
+    TRYS(pop(s, 0, &lo, "min"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &table, "table address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    TRYS(view(s, &in.a, 1, rank, shape, is, 0, "input"));
+    TRYS(view(s, &table.a, 1, 1, tshape, ts, 0, "table"));
+    TRYS(view(s, &out.a, 1, rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_LUT, id, bytes, &args));
+    if (args) {
+        okpu_v5_lut_args *a = (okpu_v5_lut_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->table = v5_ptr(s->cx, &table.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, &out.a, OKPU_V5_DT_U8, rank, shape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
 static int t_call(sv *s, const uint8_t *p)
 {
     const uint32_t fid = okpu_rd_u32(p + 3), mid = (uint32_t)(p[7] | (p[8] << 8)), nsrc = p[9], ndst = p[10];
@@ -770,12 +1030,22 @@ static int tensor(sv *s, const uint8_t *p, uint32_t len)
         return t_pad(s, p, id, len);
     case TF_CONV2D:
         return t_conv2d(s, p, id, len);
+    case TF_REDUCE_WINDOW2D:
+        return t_window(s, p, id, len);
+    case TF_REDUCE:
+        return t_reduce(s, p, id, len);
+    case TF_SOFTMAX:
+        return t_softmax(s, p, id, len);
+    case TF_BINARY:
+        return t_binary(s, p, id, len);
+    case TF_LUT1D:
+        return t_lut(s, p, id, len);
     default:
         return v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
                        "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
                        "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
-                       "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD "
-                       "and float CONV2D; recompile the model with nncase v0.2 (kmodel v4) to run it here",
+                       "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
+                       "LUT1D and float CONV2D, BINARY, REDUCE, REDUCE_WINDOW2D, SOFTMAX; recompile the model with nncase v0.2 (kmodel v4) to run it here",
                        s->at, s->name, (unsigned long)id, group_names[s->cx->group]);
     }
 }

@@ -73,6 +73,59 @@ typedef struct okpu_v5_conv2d_args {
     float clamp_lo, clamp_hi;
 } okpu_v5_conv2d_args;
 
+/* REDUCE_WINDOW2D on f32 NCHW: op 0 mean (over the in-bounds taps), 1 min, 2 max, 3 sum; value starts at `init`;
+ * then clamp. */
+typedef struct okpu_v5_window_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    uint32_t op, n, c, ih, iw, oh, ow;
+    int32_t in_stride[4], out_stride[4];
+    uint16_t fh, fw, sh, sw, dh, dw;
+    int32_t pad_top, pad_left;
+    float init, clamp_lo, clamp_hi;
+} okpu_v5_window_args;
+
+/* REDUCE on f32: `walk` visits the input in index order with the output's strides (0 on reduced axes); out_shape /
+ * out_stride visit the output (initial values, the mean's division); op 0 mean (divide by `count`), 1 min, 2 max,
+ * 3 sum. */
+typedef struct okpu_v5_reduce_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    uint32_t op, count;
+    float init;
+    okpu_v5_nd walk; /* input shape: in strides, out strides (0 on reduced axes) */
+    uint32_t out_shape[OKPU_V5_MAX_RANK]; /* the output on the input's axes (1 where reduced), walk.rank of them */
+    int32_t out_stride[OKPU_V5_MAX_RANK];
+} okpu_v5_reduce_args;
+
+/* SOFTMAX on f32 along one axis: `nd` walks every position with that axis at extent 1. */
+typedef struct okpu_v5_softmax_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    uint32_t len;
+    int32_t in_step, out_step;
+    float beta;
+    okpu_v5_nd nd;
+} okpu_v5_softmax_args;
+
+/* BINARY on f32 with numpy broadcasting resolved into strides (0 on broadcast axes): out = a op b, then clamp.
+ * op: 0 add, 1 sub, 2 mul, 3 div, 4 min, 5 max. */
+typedef struct okpu_v5_binary_args {
+    const uint8_t *a, *b;
+    uint8_t *dst;
+    uint32_t op, rank;
+    uint32_t shape[OKPU_V5_MAX_RANK];
+    int32_t a_stride[OKPU_V5_MAX_RANK], b_stride[OKPU_V5_MAX_RANK], out_stride[OKPU_V5_MAX_RANK];
+    float clamp_lo, clamp_hi;
+} okpu_v5_binary_args;
+
+/* LUT1D on u8: out = table[x] (256 entries). */
+typedef struct okpu_v5_lut_args {
+    const uint8_t *src, *table;
+    uint8_t *dst;
+    okpu_v5_nd nd;
+} okpu_v5_lut_args;
+
 struct okpu_run_ctx;
 int okpu_step_v5_download(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_copy(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
@@ -80,5 +133,10 @@ int okpu_step_v5_quantize(const struct okpu_run_ctx *ctx, const void *args, okpu
 int okpu_step_v5_dequantize(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_pad(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_conv2d(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_window(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_reduce(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_softmax(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_binary(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_lut(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 
 #endif
