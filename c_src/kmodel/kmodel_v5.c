@@ -37,7 +37,8 @@ int v5_fail(const v5_cx *cx, int code, long where, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return okpu_fail(cx->err, code, cx->emit ? cx->nsteps - 1 : -1, where, "kmodel v5 (nncase >= 1.0) %s", msg);
+    return okpu_fail(cx->err, code, cx->emit ? cx->nsteps - 1 : -1, where, "kmodel version 5 (nncase >= 1.0) %s",
+                     msg);
 }
 
 uint64_t v5_pool_size(const v5_cx *cx, const v5_addr *a)

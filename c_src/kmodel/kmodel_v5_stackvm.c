@@ -39,7 +39,8 @@ typedef struct tf_desc {
     int ids[7];
 } tf_desc;
 static const tf_desc tfs[TF_COUNT] = {
-#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6) {name, bytes, pops, pads, {g0, g1, g2, g3, g4, g5, g6}},
+#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6)                                               \
+    {name, bytes, pops, pads, {g0, g1, g2, g3, g4, g5, g6}},
 #include "v5_tensor_funcs.def"
 #undef V5_TF
 };
@@ -1045,7 +1046,8 @@ static int tensor(sv *s, const uint8_t *p, uint32_t len)
                        "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
                        "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
                        "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
-                       "LUT1D and float CONV2D, BINARY, REDUCE, REDUCE_WINDOW2D, SOFTMAX; recompile the model with nncase v0.2 (kmodel v4) to run it here",
+                       "LUT1D and float CONV2D, BINARY, REDUCE, REDUCE_WINDOW2D, SOFTMAX; recompile the model with "
+                       "nncase v0.2 (kmodel v4) to run it here",
                        s->at, s->name, (unsigned long)id, group_names[s->cx->group]);
     }
 }

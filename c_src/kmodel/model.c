@@ -209,10 +209,10 @@ static int identify(const uint8_t *data, size_t size, int *version, okpu_error *
             hs = okpu_rd_u32(data + 8);
             if (hs != 32u)
                 return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 8,
-                                 "kmodel version 5 header at byte 8: expected header_size 32 (every released nncase "
-                                 "1.x), found %lu: this is a pre-release / development-build v5 file (nncase "
-                                 "development builds before v1.0.0-beta1, 2021-08-18, wrote a different layout that "
-                                 "no released nncase runtime loads); recompile the model with a released nncase 1.x "
+                                 "kmodel version 5 (nncase >= 1.0) header at byte 8: expected header_size 32 "
+                                 "(every released nncase 1.x), found %lu: this is a pre-release / development-build "
+                                 "v5 file (nncase development builds before v1.0.0-beta1, 2021-08-18, wrote a "
+                                 "different layout that no released nncase runtime loads); recompile the model with a released nncase 1.x "
                                  "(e.g. nncase 1.9.0) or with nncase v0.2 for kmodel v4",
                                  (unsigned long)hs);
             *version = 5;
