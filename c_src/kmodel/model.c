@@ -212,8 +212,8 @@ static int identify(const uint8_t *data, size_t size, int *version, okpu_error *
                                  "kmodel version 5 (nncase >= 1.0) header at byte 8: expected header_size 32 "
                                  "(every released nncase 1.x), found %lu: this is a pre-release / development-build "
                                  "v5 file (nncase development builds before v1.0.0-beta1, 2021-08-18, wrote a "
-                                 "different layout that no released nncase runtime loads); recompile the model with a released nncase 1.x "
-                                 "(e.g. nncase 1.9.0) or with nncase v0.2 for kmodel v4",
+                                 "different layout that no released nncase runtime loads); recompile the model with a "
+                                 "released nncase 1.x (e.g. nncase 1.9.0) or with nncase v0.2 for kmodel v4",
                                  (unsigned long)hs);
             *version = 5;
             return OKPU_OK;
