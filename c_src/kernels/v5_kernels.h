@@ -17,6 +17,8 @@ void okpu_v5_k_window(const okpu_v5_window_args *a);
 void okpu_v5_k_reduce(const okpu_v5_reduce_args *a);
 void okpu_v5_k_softmax(const okpu_v5_softmax_args *a);
 void okpu_v5_k_binary(const okpu_v5_binary_args *a);
+void okpu_v5_k_resize(const okpu_v5_resize_args *a);
+void okpu_v5_k_matmul(const okpu_v5_matmul_args *a);
 void okpu_v5_k_lut(const okpu_v5_lut_args *a);
 
 /* Round half to even, as nearbyintf in the default rounding mode (for |x| < 2^23; larger values are integers). */

@@ -284,3 +284,96 @@ void okpu_v5_k_lut(const okpu_v5_lut_args *a)
 {
     ND_WALK(&a->nd, a->dst[di_] = a->table[a->src[si_]]);
 }
+
+static float resize_scale(uint32_t in, uint32_t out, uint32_t align_corners)
+{
+    return align_corners && out > 1u ? (float)(in - 1u) / (float)(out - 1u) : (float)in / (float)out;
+}
+
+static uint32_t nearest_src(uint32_t o, uint32_t in, float scale, const okpu_v5_resize_args *a)
+{
+    float s;
+    int64_t i;
+    if (a->align_corners)
+        s = roundf((float)o * scale);
+    else if (a->half_pixel)
+        s = floorf(((float)o + 0.5f) * scale);
+    else
+        s = floorf((float)o * scale);
+    i = (int64_t)s;
+    return i < 0 ? 0u : i > (int64_t)in - 1 ? in - 1u : (uint32_t)i;
+}
+
+static void bilinear_src(uint32_t o, uint32_t in, float scale, uint32_t half_pixel, float *s, int64_t *i0, int64_t *i1)
+{
+    float f;
+    *s = half_pixel ? ((float)o + 0.5f) * scale - 0.5f : (float)o * scale;
+    f = floorf(*s);
+    *i0 = f < 0.0f ? 0 : (int64_t)f;
+    f = ceilf(*s);
+    *i1 = f > (float)(in - 1u) ? (int64_t)in - 1 : (int64_t)f;
+}
+
+static float resize_at(const okpu_v5_resize_args *a, int64_t base, int64_t y, int64_t x)
+{
+    const int64_t off = base + y * a->in_stride[2] + x * a->in_stride[3];
+    return a->is_u8 ? (float)a->src[off] : ld_f32(a->src + off * 4);
+}
+
+void okpu_v5_k_resize(const okpu_v5_resize_args *a)
+{
+    const float hs = resize_scale(a->ih, a->oh, a->align_corners), ws = resize_scale(a->iw, a->ow, a->align_corners);
+    uint32_t b, c, oy, ox;
+    for (b = 0; b < a->n; b++)
+        for (c = 0; c < a->c; c++) {
+            const int64_t ib = (int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1];
+            const int64_t ob = (int64_t)b * a->out_stride[0] + (int64_t)c * a->out_stride[1];
+            for (oy = 0; oy < a->oh; oy++)
+                for (ox = 0; ox < a->ow; ox++) {
+                    const int64_t o = ob + (int64_t)oy * a->out_stride[2] + (int64_t)ox * a->out_stride[3];
+                    float v;
+                    if (a->nearest) {
+                        v = resize_at(a, ib, nearest_src(oy, a->ih, hs, a), nearest_src(ox, a->iw, ws, a));
+                    } else {
+                        float sy, sx, fy, fx, a0, a1, a2, a3;
+                        int64_t y0, y1, x0, x1;
+                        bilinear_src(oy, a->ih, hs, a->half_pixel, &sy, &y0, &y1);
+                        bilinear_src(ox, a->iw, ws, a->half_pixel, &sx, &x0, &x1);
+                        fy = sy - (float)y0;
+                        fx = sx - (float)x0;
+                        a0 = (1.0f - fy) * (1.0f - fx);
+                        a1 = fy * (1.0f - fx);
+                        a2 = (1.0f - fy) * fx;
+                        a3 = fy * fx;
+                        v = resize_at(a, ib, y0, x0) * a0;
+                        v = v + resize_at(a, ib, y1, x0) * a1;
+                        v = v + resize_at(a, ib, y0, x1) * a2;
+                        v = v + resize_at(a, ib, y1, x1) * a3;
+                        if (a->is_u8)
+                            v = v + 0.5f;
+                    }
+                    if (a->is_u8)
+                        a->dst[o] = (uint8_t)(v <= 0.0f ? 0u : v >= 255.0f ? 255u : (uint32_t)v);
+                    else
+                        st_f32(a->dst + o * 4, v);
+                }
+        }
+}
+
+void okpu_v5_k_matmul(const okpu_v5_matmul_args *a)
+{
+    uint32_t t, i, j, k;
+    for (t = 0; t < a->batch; t++) {
+        const uint8_t *A = a->a + (size_t)t * a->m * a->k * 4, *B = a->b + (size_t)t * a->b_step * 4;
+        uint8_t *O = a->dst + (size_t)t * a->m * a->n * 4;
+        for (i = 0; i < a->m; i++)
+            for (j = 0; j < a->n; j++) {
+                float v = ld_f32(a->bias + (size_t)j * 4);
+                for (k = 0; k < a->k; k++) {
+                    const float prod = ld_f32(A + ((size_t)i * a->k + k) * 4) * ld_f32(B + ((size_t)k * a->n + j) * 4);
+                    v = v + prod;
+                }
+                st_f32(O + ((size_t)i * a->n + j) * 4, clampf(v, a->clamp_lo, a->clamp_hi));
+            }
+    }
+}

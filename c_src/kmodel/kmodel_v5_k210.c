@@ -320,6 +320,21 @@ static uint64_t span4(const uint32_t *shape, const uint32_t *strides)
     return okpu_sat_add(last, 1);
 }
 
+/* Bytes from a resolved range's start to the end of what it names: the bound tensor for input/output, else the pool. */
+static uint64_t copy_room(const k210_call *k, const v5_range *r, const v5_addr *a)
+{
+    uint32_t i;
+    if (r->loc == V5_LOC_INPUT || r->loc == V5_LOC_OUTPUT) {
+        const uint32_t first = r->loc == V5_LOC_INPUT ? 0 : k->fn->ninputs;
+        const uint32_t count = r->loc == V5_LOC_INPUT ? k->fn->ninputs : k->fn->noutputs;
+        for (i = 0; i < count; i++)
+            if (k->fn->io[first + i].r.start == r->start)
+                return k->fn->io[first + i].r.size;
+        return 0;
+    }
+    return v5_pool_size(k->cx, a) - a->off; /* resolve() checked off <= pool size */
+}
+
 static int copy(k210_call *k, const uint8_t *p)
 {
     v5_cx *cx = k->cx;
@@ -355,13 +370,16 @@ static int copy(k210_call *k, const uint8_t *p)
     for (i = 0; i < 4; i++)
         if (is[i] > 0x7FFFFFFFu || os[i] > 0x7FFFFFFFu)
             in_bytes = UINT64_MAX;
-    if (in_bytes > rin.size || out_bytes > rout.size)
+    /* nncase walks the strides from the range's start without looking at its size (a channel gathered with strides
+     * spans more than the range says): bound the walk by the memory the range names */
+    if (in_bytes > copy_room(k, &rin, &ain) || out_bytes > copy_room(k, &rout, &aout))
         return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 28,
                        "k210 function %lu, copy at byte %ld: shape [%lu, %lu, %lu, %lu] with its strides spans %llu "
-                       "bytes of input and %llu of output; the ranges have %lu and %lu; %s",
+                       "bytes of input and %llu of output; the memory from the ranges' starts has %llu and %llu; %s",
                        (unsigned long)k->fi, k->at, (unsigned long)shape[0], (unsigned long)shape[1],
                        (unsigned long)shape[2], (unsigned long)shape[3], (unsigned long long)in_bytes,
-                       (unsigned long long)out_bytes, (unsigned long)rin.size, (unsigned long)rout.size, redo);
+                       (unsigned long long)out_bytes, (unsigned long long)copy_room(k, &rin, &ain),
+                       (unsigned long long)copy_room(k, &rout, &aout), redo);
     if (v5_next_step(cx, OKPU_STEP_V5_COPY, K210_COPY, "copy", k->at, 76, &vargs) != OKPU_OK)
         return cx->err ? cx->err->code : OKPU_ERR_NO_MEM;
     if (vargs) {

@@ -956,6 +956,104 @@ static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
+static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, oh, ow;
+    const uint32_t dt = p[3];
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], oshape[4], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[4];
+    void *args;
+    if ((dt != OKPU_V5_DT_F32 && dt != OKPU_V5_DT_U8) || p[9] > 1u)
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                       "stackvm RESIZE_IMAGE at byte %ld: %s, mode %u; this runtime resizes f32 and u8, bilinear (0) "
+                       "or nearest (1)",
+                       s->at, v5_dtype_name(dt), p[9]);
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(pop(s, E_INT, &ow, "output width"));
+    TRYS(pop(s, E_INT, &oh, "output height"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    if (rank != 4)
+        return sfail(s, "its input is not 4-dimensional (NCHW)");
+    if (oh.i <= 0 || ow.i <= 0 || shape[2] == 0 || shape[3] == 0)
+        return sfail(s, "its input or output size is 0 or negative");
+    TRYS(strides_of(s, p[5], 4, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], 4, os, "rstride_dest"));
+    oshape[0] = shape[0], oshape[1] = shape[1], oshape[2] = (uint32_t)oh.i, oshape[3] = (uint32_t)ow.i;
+    TRYS(view(s, &in.a, v5_dtype_size(dt), 4, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, v5_dtype_size(dt), 4, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_RESIZE, id, bytes, &args));
+    if (args) {
+        okpu_v5_resize_args *a = (okpu_v5_resize_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->is_u8 = dt == OKPU_V5_DT_U8;
+        a->nearest = p[9];
+        a->align_corners = p[7] != 0;
+        a->half_pixel = p[8] != 0;
+        a->n = shape[0], a->c = shape[1], a->ih = shape[2], a->iw = shape[3];
+        a->oh = oshape[2], a->ow = oshape[3];
+        for (k = 0; k < 4; k++)
+            a->in_stride[k] = (int32_t)is[k], a->out_stride[k] = (int32_t)os[k];
+    }
+    describe(s, &out.a, dt, 4, oshape, okpu_sat_mul(count_elems(4, oshape), 4));
+    return OKPU_OK;
+}
+
+static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry a_, b_, bias, out;
+    const int full = bytes == 17u; /* 1.4.0+: with stride and output registers (section 7.3) */
+    uint32_t ra, rb, sa[OKPU_V5_MAX_RANK], sb[OKPU_V5_MAX_RANK], k, batch = 1, bbatch = 1, m, kk, n;
+    uint32_t one[1], dense[1];
+    int64_t unit[1] = {1};
+    const uint8_t *clamp = p + (full ? 9 : 5);
+    void *args;
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &bias, "bias address"));
+    TRYS(pop(s, E_ADDR, &b_, "second input address"));
+    TRYS(pop(s, E_ADDR, &a_, "first input address"));
+    TRYS(dims_of(s, p[3], &ra, sa, "rshape_src1"));
+    TRYS(dims_of(s, p[full ? 5 : 4], &rb, sb, "rshape_src2"));
+    if (ra < 2 || rb < 2 || sa[ra - 1] != sb[rb - 2])
+        return sfail(s, "its inputs are not [..., M, K] and [..., K, N]");
+    for (k = 0; k + 2 < ra; k++)
+        batch = (uint32_t)okpu_sat_mul(batch, sa[k]);
+    for (k = 0; k + 2 < rb; k++)
+        bbatch = (uint32_t)okpu_sat_mul(bbatch, sb[k]);
+    if (bbatch != 1u && bbatch != batch)
+        return sfail(s, "its second input's batch is neither 1 nor the first input's");
+    m = sa[ra - 2], kk = sa[ra - 1], n = sb[rb - 1];
+    /* the kernel reads every tensor densely: check each dense extent */
+    dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(batch, m), kk);
+    TRYS(view(s, &a_.a, 4, 1, dense, unit, 0, "first input"));
+    dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(bbatch, kk), n);
+    TRYS(view(s, &b_.a, 4, 1, dense, unit, 0, "second input"));
+    one[0] = n;
+    TRYS(view(s, &bias.a, 4, 1, one, unit, 0, "bias"));
+    dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(batch, m), n);
+    TRYS(view(s, &out.a, 4, 1, dense, unit, 1, "output"));
+    if (okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk, n)) > OKPU_SIZE_LIMIT)
+        return sfail(s, "its product is too large");
+    TRYS(take_step(s, OKPU_STEP_V5_MATMUL, id, bytes, &args));
+    if (args) {
+        okpu_v5_matmul_args *a = (okpu_v5_matmul_args *)args;
+        a->a = v5_ptr(s->cx, &a_.a);
+        a->b = v5_ptr(s->cx, &b_.a);
+        a->bias = v5_ptr(s->cx, &bias.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->batch = batch, a->m = m, a->k = kk, a->n = n;
+        a->b_step = bbatch == 1u ? 0u : kk * n;
+        a->clamp_lo = okpu_rd_f32(clamp), a->clamp_hi = okpu_rd_f32(clamp + 4);
+    }
+    {
+        uint32_t oshape[2] = {batch * m, n};
+        describe(s, &out.a, OKPU_V5_DT_F32, 2, oshape,
+                 okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk, n)));
+    }
+    return OKPU_OK;
+}
+
 static int t_call(sv *s, const uint8_t *p)
 {
     const uint32_t fid = okpu_rd_u32(p + 3), mid = (uint32_t)(p[7] | (p[8] << 8)), nsrc = p[9], ndst = p[10];
@@ -1041,12 +1139,16 @@ static int tensor(sv *s, const uint8_t *p, uint32_t len)
         return t_binary(s, p, id, len);
     case TF_LUT1D:
         return t_lut(s, p, id, len);
+    case TF_RESIZE_IMAGE:
+        return t_resize(s, p, id, len);
+    case TF_MATMUL:
+        return t_matmul(s, p, id, len);
     default:
         return v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
                        "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
                        "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
                        "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
-                       "LUT1D and float CONV2D, BINARY, REDUCE, REDUCE_WINDOW2D, SOFTMAX; recompile the model with "
+                       "LUT1D, RESIZE_IMAGE and float CONV2D, BINARY, MATMUL, REDUCE, REDUCE_WINDOW2D, SOFTMAX; recompile the model with "
                        "nncase v0.2 (kmodel v4) to run it here",
                        s->at, s->name, (unsigned long)id, group_names[s->cx->group]);
     }

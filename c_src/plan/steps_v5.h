@@ -126,6 +126,24 @@ typedef struct okpu_v5_lut_args {
     okpu_v5_nd nd;
 } okpu_v5_lut_args;
 
+/* RESIZE_IMAGE on NCHW f32 or u8: mode 0 bilinear, 1 nearest (nncase's reference kernel, kmodel-v5.md section 8). */
+typedef struct okpu_v5_resize_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    uint32_t is_u8, nearest, align_corners, half_pixel;
+    uint32_t n, c, ih, iw, oh, ow;
+    int32_t in_stride[4], out_stride[4];
+} okpu_v5_resize_args;
+
+/* MATMUL on f32, dense: `batch` products of A [M, K] and B [K, N] (B repeated when b_step is 0); out = bias[n] +
+ * sum over k ascending; clamp. */
+typedef struct okpu_v5_matmul_args {
+    const uint8_t *a, *b, *bias;
+    uint8_t *dst;
+    uint32_t batch, m, k, n, b_step;
+    float clamp_lo, clamp_hi;
+} okpu_v5_matmul_args;
+
 struct okpu_run_ctx;
 int okpu_step_v5_download(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_copy(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
@@ -137,6 +155,8 @@ int okpu_step_v5_window(const struct okpu_run_ctx *ctx, const void *args, okpu_e
 int okpu_step_v5_reduce(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_softmax(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_binary(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_resize(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_matmul(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_lut(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 
 #endif
