@@ -417,6 +417,23 @@ def test_matmul_matches_numpy():
     assert np.array_equal(out_array(raw, F32, (3, 4)), want)
 
 
+@pytest.mark.parametrize("src, dst", [(U8, F32), (F32, I8), (F32, U8), (I8, F32)])
+def test_convert_casts_like_c(src, dst):
+    x = (np.array([0, 1, 7, 127, 128, 200, 255, 3], np.uint8).astype(NP[src]) if src != F32 else
+         np.array([-1.9, -0.5, 0.0, 0.99, 1.5, 126.7, 127.2, 254.9], np.float32))
+    want = np.trunc(x.astype(np.float64)).astype(NP[dst]) if dst != F32 else x.astype(np.float32)
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, [8]), c.shape(1, [1]), c.shape(2, [1])
+    c.tensor(0x08, bytes([src, dst, 0, 1, 2]))
+    io = {F32: F32, U8: U8, I8: U8}  # the model exchanges u8 bytes for i8
+    _, raw = run(v5_file(c.b, io[src], [8], io[dst], [8]), x)
+    # out-of-range float -> integer casts are undefined in C (openkpu saturates): compare the defined ones
+    lo, hi = {U8: (0, 255), I8: (-128, 127), F32: (-1e30, 1e30)}[dst]
+    ok = (np.trunc(x.astype(np.float64)) >= lo) & (np.trunc(x.astype(np.float64)) <= hi)
+    assert np.array_equal(out_array(raw, dst, (8,))[ok], want[ok])
+
+
 def test_unimplemented_tensor_function_is_refused_by_name():
     c = Code()
     c.lea(0, 0), c.lea(1, 0)
@@ -439,8 +456,6 @@ def test_copy_past_its_pool_is_refused():
 
 RUNS = ["iris_f32_v190", "iris_ptq_v190", "yolo320_v190", "convnet_u8_v190", "convnet_u8_v100", "multiout_u8out_v190",
         "multiout_k210copy_v190"]
-# not implemented yet (issue 15): the first tensor function each one needs that openkpu lacks
-REFUSED = {"yolox_nano_224": "CONVERT"}
 
 
 def case(testdata, name):
@@ -489,23 +504,22 @@ def test_mnist_v5_cpu_model_loads_and_runs(testdata):
     assert out.size == 10 and np.all(np.isfinite(out))
 
 
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_compiled_model_not_yet_supported_is_refused_by_name(testdata, name):
-    data = testdata("kmodel_v5_nncase", name + ".kmodel").read_bytes()
-    with pytest.raises(Exception) as e:
-        _kpu.Model(data)
-    msg = str(e.value)
-    assert "2002" in msg and REFUSED[name] in msg and "byte" in msg and "nncase" in msg
-
-
-def test_release_group_is_detected(testdata):
-    """The 1.9.0 and the September-2021 development build number their functions differently: the refusal names
-    the group each file decodes with (kmodel-v5.md section 9; convnet_u8_v100, which runs bit-exactly, needs the
-    1.0.0 table and convnet_u8_v190 the 1.6-1.9 one)."""
-    for name, group in (("yolox_nano_224", "1.0.0-beta1 .. 1.0.0-rc1"),):
-        with pytest.raises(Exception) as e:
-            _kpu.Model(testdata("kmodel_v5_nncase", name + ".kmodel").read_bytes())
-        assert group in str(e.value)
+def test_yolox_nano_runs_and_finds_the_same_objects(testdata):
+    """nncase's YOLOX-nano (a September-2021 development build: the 1.0.0-beta1..rc1 numbering and 2-value
+    paddings). 102 of its 120 KPU layers have negative activation slopes (SiLU), where the emulator rounds the
+    products half-to-even and nncase's Simulator with its carry_shift (kmodel-v5.md 4.3 item 5), so the outputs are
+    not bit-exact yet (measured: 22877 of 87465 values differ, max 1.86 on box coordinates); the objects found agree."""
+    c = case(testdata, "yolox_nano_224")
+    m = _kpu.Model(testdata("kmodel_v5_nncase", c["kmodel"]).read_bytes())
+    m.set_input(0, np.load(testdata("kmodel_v5_nncase", c["input"]["file"])).tobytes())
+    m.run()
+    ref = np.load(testdata("kmodel_v5_nncase", "yolox_nano_224.out0.npy")).reshape(1029, 85)
+    got = np.frombuffer(m.output(0)[0], np.float32).reshape(1029, 85)
+    diff = np.abs(got - ref)
+    print("yolox_nano_224: %d of %d values differ, max %.4g" % ((diff > 0).sum(), ref.size, diff.max()))
+    assert np.argmax(ref[:, 4]) in np.argsort(-got[:, 4])[:10]
+    assert np.argmax(got[:, 4]) in np.argsort(-ref[:, 4])[:10]
+    assert set(np.flatnonzero(ref[:, 4] > 0.9)) <= set(np.flatnonzero(got[:, 4] > 0.8))
 
 
 def test_pre_release_v5_is_refused(testdata):

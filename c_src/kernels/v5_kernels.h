@@ -19,6 +19,7 @@ void okpu_v5_k_softmax(const okpu_v5_softmax_args *a);
 void okpu_v5_k_binary(const okpu_v5_binary_args *a);
 void okpu_v5_k_resize(const okpu_v5_resize_args *a);
 void okpu_v5_k_matmul(const okpu_v5_matmul_args *a);
+void okpu_v5_k_convert(const okpu_v5_convert_args *a);
 void okpu_v5_k_lut(const okpu_v5_lut_args *a);
 
 /* Round half to even, as nearbyintf in the default rounding mode (for |x| < 2^23; larger values are integers). */

@@ -377,3 +377,42 @@ void okpu_v5_k_matmul(const okpu_v5_matmul_args *a)
             }
     }
 }
+
+static double cv_load(const uint8_t *p, uint32_t dt)
+{
+    switch (dt) {
+    case 0: return (double)(int8_t)p[0];
+    case 1: { int16_t v; memcpy(&v, p, 2); return (double)v; }
+    case 2: { int32_t v; memcpy(&v, p, 4); return (double)v; }
+    case 4: return (double)p[0];
+    case 5: { uint16_t v; memcpy(&v, p, 2); return (double)v; }
+    case 6: { uint32_t v; memcpy(&v, p, 4); return (double)v; }
+    default: return (double)ld_f32(p);
+    }
+}
+
+static double sat(double v, double lo, double hi)
+{
+    return v != v ? 0.0 : v < lo ? lo : v > hi ? hi : v;
+}
+
+static void cv_store(uint8_t *p, uint32_t dt, double v)
+{
+    /* integer targets: truncate toward zero as the C cast does, saturating where the cast would be undefined */
+    switch (dt) {
+    case 0: { int8_t x = (int8_t)sat(v, -128.0, 127.0); memcpy(p, &x, 1); break; }
+    case 1: { int16_t x = (int16_t)sat(v, -32768.0, 32767.0); memcpy(p, &x, 2); break; }
+    case 2: { int32_t x = (int32_t)sat(v, -2147483648.0, 2147483647.0); memcpy(p, &x, 4); break; }
+    case 4: p[0] = (uint8_t)sat(v, 0.0, 255.0); break;
+    case 5: { uint16_t x = (uint16_t)sat(v, 0.0, 65535.0); memcpy(p, &x, 2); break; }
+    case 6: { uint32_t x = (uint32_t)sat(v, 0.0, 4294967295.0); memcpy(p, &x, 4); break; }
+    default: st_f32(p, (float)v); break;
+    }
+}
+
+void okpu_v5_k_convert(const okpu_v5_convert_args *a)
+{
+    static const uint8_t size[10] = {1, 2, 4, 0, 1, 2, 4, 0, 0, 4};
+    const int64_t ie = size[a->in_dt], oe = size[a->out_dt];
+    ND_WALK(&a->nd, cv_store(a->dst + di_ * oe, a->out_dt, cv_load(a->src + si_ * ie, a->in_dt)));
+}

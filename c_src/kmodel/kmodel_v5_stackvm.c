@@ -1054,6 +1054,43 @@ static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
+static int convertible(uint32_t dt)
+{
+    return dt == OKPU_V5_DT_I8 || dt == 1u || dt == 2u || dt == OKPU_V5_DT_U8 || dt == 5u || dt == 6u ||
+           dt == OKPU_V5_DT_F32;
+}
+
+static int t_convert(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    const uint32_t in_dt = p[3], out_dt = p[4];
+    uint32_t rank, shape[OKPU_V5_MAX_RANK];
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    void *args;
+    if (!convertible(in_dt) || !convertible(out_dt))
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                       "stackvm CONVERT at byte %ld from %s to %s; this runtime converts between i8, i16, i32, u8, "
+                       "u16, u32 and f32",
+                       s->at, v5_dtype_name(in_dt), v5_dtype_name(out_dt));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], rank, os, "rstride_dest"));
+    TRYS(view(s, &in.a, v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_CONVERT, id, bytes, &args));
+    if (args) {
+        okpu_v5_convert_args *a = (okpu_v5_convert_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->in_dt = in_dt, a->out_dt = out_dt;
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, &out.a, out_dt, rank, shape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
 static int t_call(sv *s, const uint8_t *p)
 {
     const uint32_t fid = okpu_rd_u32(p + 3), mid = (uint32_t)(p[7] | (p[8] << 8)), nsrc = p[9], ndst = p[10];
@@ -1143,13 +1180,15 @@ static int tensor(sv *s, const uint8_t *p, uint32_t len)
         return t_resize(s, p, id, len);
     case TF_MATMUL:
         return t_matmul(s, p, id, len);
+    case TF_CONVERT:
+        return t_convert(s, p, id, len);
     default:
         return v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
                        "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
                        "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
                        "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
-                       "LUT1D, RESIZE_IMAGE and float CONV2D, BINARY, MATMUL, REDUCE, REDUCE_WINDOW2D, SOFTMAX; recompile the model with "
-                       "nncase v0.2 (kmodel v4) to run it here",
+                       "LUT1D, RESIZE_IMAGE, CONVERT and float CONV2D, BINARY, MATMUL, REDUCE, REDUCE_WINDOW2D, "
+                       "SOFTMAX; recompile the model with nncase v0.2 (kmodel v4) to run it here",
                        s->at, s->name, (unsigned long)id, group_names[s->cx->group]);
     }
 }

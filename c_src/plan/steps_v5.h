@@ -144,6 +144,15 @@ typedef struct okpu_v5_matmul_args {
     float clamp_lo, clamp_hi;
 } okpu_v5_matmul_args;
 
+/* CONVERT: a C cast per element between i8, i16, i32, u8, u16, u32 and f32 (float -> integer truncates; values
+ * outside the target type saturate, where C leaves the cast undefined). */
+typedef struct okpu_v5_convert_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    uint32_t in_dt, out_dt;
+    okpu_v5_nd nd;
+} okpu_v5_convert_args;
+
 struct okpu_run_ctx;
 int okpu_step_v5_download(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_copy(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
@@ -157,6 +166,7 @@ int okpu_step_v5_softmax(const struct okpu_run_ctx *ctx, const void *args, okpu_
 int okpu_step_v5_binary(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_resize(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_matmul(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_convert(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_lut(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 
 #endif
