@@ -223,6 +223,9 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
     TRY(need(cx, off, V5_MODULE_HEADER_BYTES, m->size, "a 48-byte module header", "the file"));
     memcpy(mod->type, d + off, 16);
     mod->type[16] = 0;
+    for (k = 0; k < 16 && mod->type[k]; k++) /* the name goes into messages: keep them printable */
+        if (mod->type[k] < 0x20 || mod->type[k] > 0x7E)
+            mod->type[k] = '?';
     if (memchr(d + off, 0, 16) == NULL)
         return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)off,
                        "module %lu header at byte %llu: its 16-byte type name is not NUL-terminated; %s",

@@ -437,6 +437,8 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
     TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
     TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    /* the input view first: it bounds (dim - 1) x stride, so the slice arithmetic below cannot overflow */
+    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
     src = in.a;
     for (k = 0; k < rank; k++)
         oshape[k] = shape[k], ois[k] = is[k];
@@ -478,7 +480,6 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
             ois[k] = is[from];
         }
     }
-    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
     TRYS(view(s, &src, esize, rank, oshape, ois, 0, "input (as read)"));
     TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
     TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
@@ -658,7 +659,7 @@ static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(strides_of(s, p[9], 4, os, "rstride_dest"));
     bs[0] = bst->rank >= 1 ? (int64_t)(uint32_t)bst->v[bst->rank - 1] : 1;
     if (groups == 0 || sh == 0 || sw == 0 || dh == 0 || dw == 0 || shape[1] % groups || wshape[0] % groups ||
-        wshape[1] * groups != shape[1] || wshape[2] == 0 || wshape[3] == 0)
+        (uint64_t)wshape[1] * groups != shape[1] || wshape[2] == 0 || wshape[3] == 0)
         return sfail(s, "its groups, strides, dilations or kernel shape do not fit its input");
     oh = ((int64_t)shape[2] + pt + pb - ((int64_t)(wshape[2] - 1) * dh + 1)) / sh + 1;
     ow = ((int64_t)shape[3] + pl + pr - ((int64_t)(wshape[3] - 1) * dw + 1)) / sw + 1;
@@ -1017,10 +1018,19 @@ static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(dims_of(s, p[full ? 5 : 4], &rb, sb, "rshape_src2"));
     if (ra < 2 || rb < 2 || sa[ra - 1] != sb[rb - 2])
         return sfail(s, "its inputs are not [..., M, K] and [..., K, N]");
-    for (k = 0; k + 2 < ra; k++)
-        batch = (uint32_t)okpu_sat_mul(batch, sa[k]);
-    for (k = 0; k + 2 < rb; k++)
-        bbatch = (uint32_t)okpu_sat_mul(bbatch, sb[k]);
+    {
+        uint64_t ba = 1, bb = 1;
+        for (k = 0; k + 2 < ra; k++)
+            ba = okpu_sat_mul(ba, sa[k]);
+        for (k = 0; k + 2 < rb; k++)
+            bb = okpu_sat_mul(bb, sb[k]);
+        /* every dense extent below must stay far from wrapping when it is narrowed to 32 bits */
+        if (okpu_sat_mul(okpu_sat_mul(ba, sa[ra - 2]), sa[ra - 1]) > 0x7FFFFFFFu ||
+            okpu_sat_mul(okpu_sat_mul(bb, sb[rb - 2]), sb[rb - 1]) > 0x7FFFFFFFu ||
+            okpu_sat_mul(okpu_sat_mul(ba, sa[ra - 2]), sb[rb - 1]) > 0x7FFFFFFFu)
+            return sfail(s, "its tensors are too large");
+        batch = (uint32_t)ba, bbatch = (uint32_t)bb;
+    }
     if (bbatch != 1u && bbatch != batch)
         return sfail(s, "its second input's batch is neither 1 nor the first input's");
     m = sa[ra - 2], kk = sa[ra - 1], n = sb[rb - 1];
