@@ -290,7 +290,7 @@ def version_cases(testdata_dir):
         n = int(rng.integers(28, 2048))
         body = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
         cases.append(Case("v3 + random %d bytes" % n, struct.pack("<I", 3) + body[4:], where=["byte", "layer"]))
-    v5 = os.path.join(testdata_dir, "mnist_v5_nncase_negative", "mnist_v5.kmodel")
+    v5 = os.path.join(testdata_dir, "kmodel_v5_nncase", "yolox_nano_224_old.kmodel")  # pre-release v5: refused
     if os.path.exists(v5):
         with open(v5, "rb") as f:
             cases.append(Case("real v5 file", f.read(), codes={ERR_VERSION}, where=["byte"]))
@@ -430,7 +430,7 @@ def test_real_models_malformed(testdata):
 
 
 def test_real_v5_refused(testdata):
-    data = testdata("mnist_v5_nncase_negative", "mnist_v5.kmodel").read_bytes()
+    data = testdata("kmodel_v5_nncase", "yolox_nano_224_old.kmodel").read_bytes()  # pre-release v5
     code, msg = try_load(data)
     assert code == ERR_VERSION and "5" in msg and "byte" in msg
 

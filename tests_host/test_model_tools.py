@@ -307,7 +307,7 @@ def test_malformed_model_is_refused_with_the_loader_message(tmp_path, capsys, ca
 
 
 def test_real_v5_model_is_refused(testdata, capsys):
-    path = testdata("mnist_v5_nncase_negative", "mnist_v5.kmodel")
+    path = testdata("kmodel_v5_nncase", "yolox_nano_224_old.kmodel")  # pre-release v5 (v5 loads since issue 15)
     for argv in (("inspect", path), ("inspect", path, "--json"), ("fit", path)):
         rc, out, err = run_tool(capsys, *argv)
         assert rc == 2 and out == ""

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The kmodel format readers this core is built with. */
+#include "kmodel_v5.h"
 #include "model.h"
 
 static const okpu_format *const formats[] = {
     &okpu_format_v3,
     &okpu_format_v4,
+    &okpu_format_v5,
 };
 
 const okpu_format *okpu_find_format(int version)

@@ -176,7 +176,28 @@ static int identify(const uint8_t *data, size_t size, int *version, okpu_error *
             *version = 4;
             return OKPU_OK;
         }
-        if (v >= 5u)
+        if (v == 5u) {
+            /* nncase 1.x (kmodel-v5.md section 1): the released layout has header_size 32 at byte 8; development
+             * builds before 2021-08-18 wrote another layout (flags there) that no released runtime loads */
+            uint32_t hs;
+            if (size < 12)
+                return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 8,
+                                 "kmodel version 5 (\"LDMK\" + 5) file of %lu bytes ends before its header_size "
+                                 "field at byte 8 (expected 32); the file is truncated - copy it again",
+                                 (unsigned long)size);
+            hs = okpu_rd_u32(data + 8);
+            if (hs != 32u)
+                return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 8,
+                                 "kmodel version 5 (nncase >= 1.0) header at byte 8: expected header_size 32 "
+                                 "(every released nncase 1.x), found %lu: this is a pre-release / development-build "
+                                 "v5 file (nncase development builds before v1.0.0-beta1, 2021-08-18, wrote a "
+                                 "different layout that no released nncase runtime loads); recompile the model with a "
+                                 "released nncase 1.x (e.g. nncase 1.9.0) or with nncase v0.2 for kmodel v4",
+                                 (unsigned long)hs);
+            *version = 5;
+            return OKPU_OK;
+        }
+        if (v > 5u)
             return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 4,
                              "kmodel version %lu (\"LDMK\" + version at byte 4): this is an nncase >= 1.0 model; %s",
                              (unsigned long)v, recompile_hint);

@@ -7,6 +7,7 @@ const okpu_step_desc okpu_step_table[OKPU_STEP_COUNT] = {
 #include "steps_kpu.def"
 #include "steps_cpu.def"
 #include "steps_neutral.def"
+#include "steps_v5.def"
 #undef OKPU_STEP
 };
 

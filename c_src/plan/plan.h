@@ -32,12 +32,14 @@ typedef int (*okpu_step_fn)(const okpu_run_ctx *ctx, const void *args, okpu_erro
 #include "steps_cpu.h"
 #include "steps_kpu.h"
 #include "steps_neutral.h"
+#include "steps_v5.h"
 
 typedef enum okpu_step_kind {
 #define OKPU_STEP(id, name, type, fn) OKPU_STEP_##id,
 #include "steps_kpu.def"
 #include "steps_cpu.def"
 #include "steps_neutral.def"
+#include "steps_v5.def"
 #undef OKPU_STEP
     OKPU_STEP_COUNT
 } okpu_step_kind;

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: Apache-2.0
+/* kmodel v5 stackvm tensor functions (kernels/v5_kernels.h). */
+#include <string.h>
+
+#include "fmath.h"
+#include "v5_kernels.h"
+
+static float ld_f32(const uint8_t *p)
+{
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+}
+
+static void st_f32(uint8_t *p, float f)
+{
+    memcpy(p, &f, 4);
+}
+
+/* Call fn(src element, dst element) for every index of nd in row-major order. Offsets in elements. */
+#define ND_WALK(nd, ...)                                                                                              \
+    do {                                                                                                              \
+        uint32_t idx_[OKPU_V5_MAX_RANK] = {0};                                                                        \
+        uint64_t total_ = 1;                                                                                          \
+        uint64_t it_;                                                                                                 \
+        int64_t si_ = 0, di_ = 0;                                                                                     \
+        uint32_t r_;                                                                                                  \
+        for (r_ = 0; r_ < (nd)->rank; r_++)                                                                           \
+            total_ *= (nd)->shape[r_];                                                                                \
+        for (it_ = 0; it_ < total_; it_++) {                                                                          \
+            __VA_ARGS__;                                                                                               \
+            for (r_ = (nd)->rank; r_-- > 0;) {                                                                        \
+                si_ += (nd)->in_stride[r_];                                                                           \
+                di_ += (nd)->out_stride[r_];                                                                          \
+                if (++idx_[r_] < (nd)->shape[r_])                                                                     \
+                    break;                                                                                            \
+                si_ -= (int64_t)(nd)->in_stride[r_] * (nd)->shape[r_];                                                \
+                di_ -= (int64_t)(nd)->out_stride[r_] * (nd)->shape[r_];                                               \
+                idx_[r_] = 0;                                                                                         \
+            }                                                                                                         \
+        }                                                                                                             \
+    } while (0)
+
+void okpu_v5_k_copy(const okpu_v5_copy_args *a)
+{
+    const size_t e = a->esize;
+    ND_WALK(&a->nd, memcpy(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
+}
+
+float okpu_v5_round_even(float x)
+{
+    /* 2^23: from there on every float is an integer */
+    const float big = 8388608.0f;
+    float r;
+    if (!(x < big && x > -big))
+        return x;
+    r = (float)(long)x; /* truncated */
+    {
+        float diff = x - r;
+        if (diff > 0.5f || (diff == 0.5f && ((long)r & 1)))
+            r += 1.0f;
+        else if (diff < -0.5f || (diff == -0.5f && ((long)r & 1)))
+            r -= 1.0f;
+    }
+    return r;
+}
+
+void okpu_v5_k_quantize(const okpu_v5_quant_args *a)
+{
+    const int lo = a->qtype == OKPU_V5_DT_I8 ? -128 : 0, hi = a->qtype == OKPU_V5_DT_I8 ? 127 : 255;
+    ND_WALK(&a->nd, {
+        float v = okpu_v5_round_even(ld_f32(a->src + si_ * 4) * a->scale + a->bias);
+        int q = v < (float)lo ? lo : v > (float)hi ? hi : (int)v;
+        a->dst[di_] = (uint8_t)q;
+    });
+}
+
+void okpu_v5_k_dequantize(const okpu_v5_quant_args *a)
+{
+    ND_WALK(&a->nd, {
+        int q = a->qtype == OKPU_V5_DT_I8 ? (int)(int8_t)a->src[si_] : (int)a->src[si_];
+        float prod = (float)q * a->scale; /* rounded on its own, then the add */
+        st_f32(a->dst + di_ * 4, prod + a->bias);
+    });
+}
+
+void okpu_v5_k_pad(const okpu_v5_pad_args *a)
+{
+    okpu_v5_nd nd;
+    const size_t e = a->esize;
+    uint32_t r;
+    memset(&nd, 0, sizeof nd);
+    nd.rank = a->rank;
+    for (r = 0; r < a->rank; r++) {
+        nd.shape[r] = a->out_shape[r];
+        nd.out_stride[r] = a->out_stride[r];
+    }
+    ND_WALK(&nd, {
+        int64_t src = 0;
+        uint32_t k;
+        int inside = 1;
+        (void)si_;
+        for (k = 0; k < a->rank; k++) {
+            int64_t i = (int64_t)idx_[k] - a->before[k];
+            if (i < 0 || i >= (int64_t)a->in_shape[k]) {
+                inside = 0;
+                break;
+            }
+            src += i * a->in_stride[k];
+        }
+        if (inside)
+            memcpy(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e);
+        else
+            memcpy(a->dst + di_ * (int64_t)e, a->value, e);
+    });
+}
+
+void okpu_v5_k_conv2d(const okpu_v5_conv2d_args *a)
+{
+    const uint32_t g_ic = a->ic / a->groups, g_oc = a->oc / a->groups;
+    uint32_t b, o, oy, ox, c, ky, kx;
+    for (b = 0; b < a->n; b++)
+        for (o = 0; o < a->oc; o++) {
+            const uint32_t g = o / g_oc;
+            const float bias = ld_f32(a->bias + (int64_t)o * a->bias_stride * 4);
+            for (oy = 0; oy < a->oh; oy++)
+                for (ox = 0; ox < a->ow; ox++) {
+                    float v = bias;
+                    const int64_t y0 = (int64_t)oy * a->stride_h - a->pad_top;
+                    const int64_t x0 = (int64_t)ox * a->stride_w - a->pad_left;
+                    for (c = 0; c < g_ic; c++) {
+                        const uint32_t ic = g * g_ic + c;
+                        for (ky = 0; ky < a->kh; ky++) {
+                            const int64_t y = y0 + (int64_t)ky * a->dil_h;
+                            if (y < 0 || y >= (int64_t)a->ih)
+                                continue;
+                            for (kx = 0; kx < a->kw; kx++) {
+                                const int64_t x = x0 + (int64_t)kx * a->dil_w;
+                                float xv, wv, prod;
+                                if (x < 0 || x >= (int64_t)a->iw)
+                                    continue;
+                                xv = ld_f32(a->src + 4 * ((int64_t)b * a->in_stride[0] + (int64_t)ic * a->in_stride[1] +
+                                                          y * a->in_stride[2] + x * a->in_stride[3]));
+                                wv = ld_f32(a->weights +
+                                            4 * ((int64_t)o * a->w_stride[0] + (int64_t)c * a->w_stride[1] +
+                                                 (int64_t)ky * a->w_stride[2] + (int64_t)kx * a->w_stride[3]));
+                                prod = xv * wv;
+                                v = v + prod;
+                            }
+                        }
+                    }
+                    v = v < a->clamp_lo ? a->clamp_lo : v > a->clamp_hi ? a->clamp_hi : v;
+                    st_f32(a->dst + 4 * ((int64_t)b * a->out_stride[0] + (int64_t)o * a->out_stride[1] +
+                                         (int64_t)oy * a->out_stride[2] + (int64_t)ox * a->out_stride[3]),
+                           v);
+                }
+        }
+}
+
+static float clampf(float v, float lo, float hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void okpu_v5_k_window(const okpu_v5_window_args *a)
+{
+    uint32_t b, c, oy, ox, ky, kx;
+    for (b = 0; b < a->n; b++)
+        for (c = 0; c < a->c; c++)
+            for (oy = 0; oy < a->oh; oy++)
+                for (ox = 0; ox < a->ow; ox++) {
+                    const int64_t y0 = (int64_t)oy * a->sh - a->pad_top, x0 = (int64_t)ox * a->sw - a->pad_left;
+                    float v = a->init;
+                    uint32_t taps = 0;
+                    for (ky = 0; ky < a->fh; ky++) {
+                        const int64_t y = y0 + (int64_t)ky * a->dh;
+                        if (y < 0 || y >= (int64_t)a->ih)
+                            continue;
+                        for (kx = 0; kx < a->fw; kx++) {
+                            const int64_t x = x0 + (int64_t)kx * a->dw;
+                            float t;
+                            if (x < 0 || x >= (int64_t)a->iw)
+                                continue;
+                            t = ld_f32(a->src + 4 * ((int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1] +
+                                                     y * a->in_stride[2] + x * a->in_stride[3]));
+                            taps++;
+                            if (a->op == 0 || a->op == 3)
+                                v = v + t;
+                            else if (a->op == 1)
+                                v = t < v ? t : v;
+                            else
+                                v = t > v ? t : v;
+                        }
+                    }
+                    if (a->op == 0)
+                        v = taps ? v / (float)taps : v;
+                    st_f32(a->dst + 4 * ((int64_t)b * a->out_stride[0] + (int64_t)c * a->out_stride[1] +
+                                         (int64_t)oy * a->out_stride[2] + (int64_t)ox * a->out_stride[3]),
+                           clampf(v, a->clamp_lo, a->clamp_hi));
+                }
+}
+
+void okpu_v5_k_reduce(const okpu_v5_reduce_args *a)
+{
+    /* min / max start from the type's extremes whatever init was pushed (nncase's reference kernel) */
+    const float init = a->op == 1 ? 3.40282347e38f : a->op == 2 ? -3.40282347e38f : a->init;
+    okpu_v5_nd out;
+    uint32_t r;
+    out = a->walk;
+    for (r = 0; r < out.rank; r++)
+        out.shape[r] = a->out_shape[r], out.out_stride[r] = a->out_stride[r];
+    ND_WALK(&out, {
+        (void)si_;
+        st_f32(a->dst + di_ * 4, init);
+    });
+    ND_WALK(&a->walk, {
+        uint8_t *o = a->dst + di_ * 4;
+        const float x = ld_f32(a->src + si_ * 4), v = ld_f32(o);
+        st_f32(o, a->op == 1 ? (x < v ? x : v) : a->op == 2 ? (x > v ? x : v) : v + x);
+    });
+    if (a->op == 0)
+        ND_WALK(&out, {
+            (void)si_;
+            st_f32(a->dst + di_ * 4, ld_f32(a->dst + di_ * 4) / (float)a->count);
+        });
+}
+
+void okpu_v5_k_softmax(const okpu_v5_softmax_args *a)
+{
+    ND_WALK(&a->nd, {
+        const uint8_t *x = a->src + si_ * 4;
+        uint8_t *y = a->dst + di_ * 4;
+        float m = ld_f32(x), s = 0.0f;
+        uint32_t i;
+        for (i = 1; i < a->len; i++) {
+            const float v = ld_f32(x + (int64_t)i * a->in_step * 4);
+            m = v > m ? v : m;
+        }
+        for (i = 0; i < a->len; i++) {
+            const float t = (ld_f32(x + (int64_t)i * a->in_step * 4) - m) * a->beta;
+            const float e = okpu_expf(t);
+            st_f32(y + (int64_t)i * a->out_step * 4, e);
+            s = s + e;
+        }
+        for (i = 0; i < a->len; i++) {
+            uint8_t *p = y + (int64_t)i * a->out_step * 4;
+            st_f32(p, ld_f32(p) / s);
+        }
+    });
+}
+
+void okpu_v5_k_binary(const okpu_v5_binary_args *a)
+{
+    uint32_t idx[OKPU_V5_MAX_RANK] = {0}, r;
+    uint64_t total = 1, it;
+    int64_t ai = 0, bi = 0, oi = 0;
+    for (r = 0; r < a->rank; r++)
+        total *= a->shape[r];
+    for (it = 0; it < total; it++) {
+        const float x = ld_f32(a->a + ai * 4), y = ld_f32(a->b + bi * 4);
+        float v;
+        switch (a->op) {
+        case 0: v = x + y; break;
+        case 1: v = x - y; break;
+        case 2: v = x * y; break;
+        case 3: v = x / y; break;
+        case 4: v = x < y ? x : y; break;
+        default: v = x > y ? x : y; break;
+        }
+        st_f32(a->dst + oi * 4, clampf(v, a->clamp_lo, a->clamp_hi));
+        for (r = a->rank; r-- > 0;) {
+            ai += a->a_stride[r], bi += a->b_stride[r], oi += a->out_stride[r];
+            if (++idx[r] < a->shape[r])
+                break;
+            ai -= (int64_t)a->a_stride[r] * a->shape[r];
+            bi -= (int64_t)a->b_stride[r] * a->shape[r];
+            oi -= (int64_t)a->out_stride[r] * a->shape[r];
+            idx[r] = 0;
+        }
+    }
+}
+
+void okpu_v5_k_lut(const okpu_v5_lut_args *a)
+{
+    ND_WALK(&a->nd, a->dst[di_] = a->table[a->src[si_]]);
+}
+
+static float resize_scale(uint32_t in, uint32_t out, uint32_t align_corners)
+{
+    return align_corners && out > 1u ? (float)(in - 1u) / (float)(out - 1u) : (float)in / (float)out;
+}
+
+static uint32_t nearest_src(uint32_t o, uint32_t in, float scale, const okpu_v5_resize_args *a)
+{
+    float s;
+    int64_t i;
+    if (a->align_corners)
+        s = roundf((float)o * scale);
+    else if (a->half_pixel)
+        s = floorf(((float)o + 0.5f) * scale);
+    else
+        s = floorf((float)o * scale);
+    i = (int64_t)s;
+    return i < 0 ? 0u : i > (int64_t)in - 1 ? in - 1u : (uint32_t)i;
+}
+
+static void bilinear_src(uint32_t o, uint32_t in, float scale, uint32_t half_pixel, float *s, int64_t *i0, int64_t *i1)
+{
+    float f;
+    *s = half_pixel ? ((float)o + 0.5f) * scale - 0.5f : (float)o * scale;
+    f = floorf(*s);
+    *i0 = f < 0.0f ? 0 : (int64_t)f;
+    f = ceilf(*s);
+    *i1 = f > (float)(in - 1u) ? (int64_t)in - 1 : (int64_t)f;
+}
+
+static float resize_at(const okpu_v5_resize_args *a, int64_t base, int64_t y, int64_t x)
+{
+    const int64_t off = base + y * a->in_stride[2] + x * a->in_stride[3];
+    return a->is_u8 ? (float)a->src[off] : ld_f32(a->src + off * 4);
+}
+
+void okpu_v5_k_resize(const okpu_v5_resize_args *a)
+{
+    const float hs = resize_scale(a->ih, a->oh, a->align_corners), ws = resize_scale(a->iw, a->ow, a->align_corners);
+    uint32_t b, c, oy, ox;
+    for (b = 0; b < a->n; b++)
+        for (c = 0; c < a->c; c++) {
+            const int64_t ib = (int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1];
+            const int64_t ob = (int64_t)b * a->out_stride[0] + (int64_t)c * a->out_stride[1];
+            for (oy = 0; oy < a->oh; oy++)
+                for (ox = 0; ox < a->ow; ox++) {
+                    const int64_t o = ob + (int64_t)oy * a->out_stride[2] + (int64_t)ox * a->out_stride[3];
+                    float v;
+                    if (a->nearest) {
+                        v = resize_at(a, ib, nearest_src(oy, a->ih, hs, a), nearest_src(ox, a->iw, ws, a));
+                    } else {
+                        float sy, sx, fy, fx, a0, a1, a2, a3;
+                        int64_t y0, y1, x0, x1;
+                        bilinear_src(oy, a->ih, hs, a->half_pixel, &sy, &y0, &y1);
+                        bilinear_src(ox, a->iw, ws, a->half_pixel, &sx, &x0, &x1);
+                        fy = sy - (float)y0;
+                        fx = sx - (float)x0;
+                        a0 = (1.0f - fy) * (1.0f - fx);
+                        a1 = fy * (1.0f - fx);
+                        a2 = (1.0f - fy) * fx;
+                        a3 = fy * fx;
+                        v = resize_at(a, ib, y0, x0) * a0;
+                        v = v + resize_at(a, ib, y1, x0) * a1;
+                        v = v + resize_at(a, ib, y0, x1) * a2;
+                        v = v + resize_at(a, ib, y1, x1) * a3;
+                        if (a->is_u8)
+                            v = v + 0.5f;
+                    }
+                    if (a->is_u8)
+                        a->dst[o] = (uint8_t)(v <= 0.0f ? 0u : v >= 255.0f ? 255u : (uint32_t)v);
+                    else
+                        st_f32(a->dst + o * 4, v);
+                }
+        }
+}
+
+void okpu_v5_k_matmul(const okpu_v5_matmul_args *a)
+{
+    uint32_t t, i, j, k;
+    for (t = 0; t < a->batch; t++) {
+        const uint8_t *A = a->a + (size_t)t * a->m * a->k * 4, *B = a->b + (size_t)t * a->b_step * 4;
+        uint8_t *O = a->dst + (size_t)t * a->m * a->n * 4;
+        for (i = 0; i < a->m; i++)
+            for (j = 0; j < a->n; j++) {
+                float v = ld_f32(a->bias + (size_t)j * 4);
+                for (k = 0; k < a->k; k++) {
+                    const float prod = ld_f32(A + ((size_t)i * a->k + k) * 4) * ld_f32(B + ((size_t)k * a->n + j) * 4);
+                    v = v + prod;
+                }
+                st_f32(O + ((size_t)i * a->n + j) * 4, clampf(v, a->clamp_lo, a->clamp_hi));
+            }
+    }
+}
+
+static double cv_load(const uint8_t *p, uint32_t dt)
+{
+    switch (dt) {
+    case 0: return (double)(int8_t)p[0];
+    case 1: { int16_t v; memcpy(&v, p, 2); return (double)v; }
+    case 2: { int32_t v; memcpy(&v, p, 4); return (double)v; }
+    case 4: return (double)p[0];
+    case 5: { uint16_t v; memcpy(&v, p, 2); return (double)v; }
+    case 6: { uint32_t v; memcpy(&v, p, 4); return (double)v; }
+    default: return (double)ld_f32(p);
+    }
+}
+
+static double sat(double v, double lo, double hi)
+{
+    return v != v ? 0.0 : v < lo ? lo : v > hi ? hi : v;
+}
+
+static void cv_store(uint8_t *p, uint32_t dt, double v)
+{
+    /* integer targets: truncate toward zero as the C cast does, saturating where the cast would be undefined */
+    switch (dt) {
+    case 0: { int8_t x = (int8_t)sat(v, -128.0, 127.0); memcpy(p, &x, 1); break; }
+    case 1: { int16_t x = (int16_t)sat(v, -32768.0, 32767.0); memcpy(p, &x, 2); break; }
+    case 2: { int32_t x = (int32_t)sat(v, -2147483648.0, 2147483647.0); memcpy(p, &x, 4); break; }
+    case 4: p[0] = (uint8_t)sat(v, 0.0, 255.0); break;
+    case 5: { uint16_t x = (uint16_t)sat(v, 0.0, 65535.0); memcpy(p, &x, 2); break; }
+    case 6: { uint32_t x = (uint32_t)sat(v, 0.0, 4294967295.0); memcpy(p, &x, 4); break; }
+    default: st_f32(p, (float)v); break;
+    }
+}
+
+void okpu_v5_k_convert(const okpu_v5_convert_args *a)
+{
+    static const uint8_t size[10] = {1, 2, 4, 0, 1, 2, 4, 0, 0, 4};
+    const int64_t ie = size[a->in_dt], oe = size[a->out_dt];
+    ND_WALK(&a->nd, cv_store(a->dst + di_ * oe, a->out_dt, cv_load(a->src + si_ * ie, a->in_dt)));
+}

@@ -1,0 +1,1306 @@
+// SPDX-License-Identifier: Apache-2.0
+/* kmodel v5: the stackvm module (kmodel-v5.md sections 5-9).
+ *
+ * Every stackvm function nncase 1.x writes is straight-line code of six instructions (LEA_BUFFER, LDC_I4, LDC_R4,
+ * STSHAPE, STPADDINGS, TENSOR): every operand a tensor function pops is a constant or a constant address. So the code
+ * is run ONCE here, at load, on a symbolic stack (addresses are (pool, offset) pairs), and each TENSOR instruction
+ * becomes one plan step with its registers and operands resolved, its memory checked and its work counted; a
+ * TENSOR.CALL into the k210 module becomes that k210 function's steps bound to the caller's tensors. Running the plan
+ * is then exactly running the code. Any other instruction (branches, loads, arithmetic) is refused by name.
+ *
+ * The file does not say which nncase release wrote it, and the tensor-function ids and a few layouts changed between
+ * releases with the version field staying 5: v5_stackvm_detect trial-decodes the code with each release group's
+ * table (v5_tensor_funcs.def) and keeps the groups under which every instruction is known, the code ends exactly at
+ * text_size, and the stack holds exactly what each tensor function pops (section 9.3). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/bytes.h"
+#include "../core/checked.h"
+#include "kmodel_v5.h"
+
+/* release groups, oldest first (the columns of v5_tensor_funcs.def; 1.3 and 1.4-1.5 share ids, not layouts) */
+enum { G_BETA, G_100, G_TCU, G_110, G_120, G_130, G_140, G_160, G_COUNT };
+static const char *const group_names[G_COUNT] = {"1.0.0-beta1 .. 1.0.0-rc1", "1.0.0",         "1.0.0-tcu_num",
+                                                 "1.1.0",                    "1.2.0",         "1.3.0-rc1 .. 1.3.x",
+                                                 "1.4.0 .. 1.5.0",           "1.6.0 .. 1.9.0"};
+
+#define NA (-1)
+#define ND(x) (0x100 | (x))
+enum {
+#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6) TF_##id,
+#include "v5_tensor_funcs.def"
+#undef V5_TF
+    TF_COUNT
+};
+typedef struct tf_desc {
+    const char *name;
+    int bytes, pops, pads;
+    int ids[7];
+} tf_desc;
+static const tf_desc tfs[TF_COUNT] = {
+#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6)                                               \
+    {name, bytes, pops, pads, {g0, g1, g2, g3, g4, g5, g6}},
+#include "v5_tensor_funcs.def"
+#undef V5_TF
+};
+
+typedef struct op_desc {
+    const char *name;
+    int operand_bytes;
+} op_desc;
+static const op_desc ops[0x5F] = {
+#define V5_OP(code, name, bytes) {name, bytes},
+#include "v5_stackvm_ops.def"
+#undef V5_OP
+};
+
+#define OP_LDC_I4 0x02
+#define OP_LDC_R4 0x05
+#define OP_LEA_BUFFER 0x17
+#define OP_STSHAPE 0x31
+#define OP_STPADDINGS 0x32
+#define OP_TENSOR 0x5E
+
+#define SV_STACK_MAX 256u
+#define SV_REG_RANK 8u
+#define SV_REGS 256u
+
+static const char redo[] = "the file is corrupt or was written by an unreleased nncase - recompile it with nncase 1.x";
+
+static int id_column(int group)
+{
+    return group >= G_140 ? group - 1 : group;
+}
+
+/* The function a TENSOR id names in `group`, or -1; *decoder = 0 when that release has no decoder for it. */
+static int find_tf(int group, uint32_t id, int *decoder)
+{
+    int t, col = id_column(group);
+    for (t = 0; t < TF_COUNT; t++) {
+        int v = tfs[t].ids[col];
+        if (v != NA && (uint32_t)(v & 0xFF) == id) {
+            *decoder = !(v & 0x100) && tfs[t].bytes > 0;
+            return t;
+        }
+    }
+    return -1;
+}
+
+/* Instruction bytes (with the 5E + u16 prefix) of function t in group: the layouts that changed (section 7.3). */
+static int tf_bytes(int t, int group)
+{
+    if (t == TF_BINARY && group < G_140)
+        return 18;
+    if (t == TF_MATMUL && group == G_130)
+        return 13;
+    if (t == TF_SIGMOID && group == G_120)
+        return 6;
+    if (t == TF_REDUCE_PROD && group < G_160)
+        return 8;
+    return tfs[t].bytes;
+}
+
+static uint32_t padding_values(int group)
+{
+    return group <= G_100 ? 2u : 3u;
+}
+
+/* ---- release detection (section 9.3) ---- */
+
+static int trial(const uint8_t *code, uint32_t size, int group, char *why, size_t why_len, uint32_t *where)
+{
+    uint32_t pos = 0, depth = 0;
+    while (pos < size) {
+        const uint32_t op = code[pos];
+        uint32_t len, pops = 0;
+        *where = pos;
+        if (op != OP_LDC_I4 && op != OP_LDC_R4 && op != OP_LEA_BUFFER && op != OP_STSHAPE && op != OP_STPADDINGS &&
+            op != OP_TENSOR) {
+            snprintf(why, why_len, "instruction %s (opcode 0x%02lX)", op < 0x5F ? ops[op].name : "unknown",
+                     (unsigned long)op);
+            return 0;
+        }
+        if (op == OP_TENSOR) {
+            int decoder, t;
+            if (size - pos < 3u) {
+                snprintf(why, why_len, "a TENSOR instruction cut by the end of the code");
+                return 0;
+            }
+            t = find_tf(group, (uint32_t)(code[pos + 1] | (code[pos + 2] << 8)), &decoder);
+            if (t < 0 || !decoder) {
+                snprintf(why, why_len, "tensor function id 0x%02X (%s)", code[pos + 1] | (code[pos + 2] << 8),
+                         t < 0 ? "not defined" : tfs[t].name);
+                return 0;
+            }
+            len = (uint32_t)tf_bytes(t, group);
+            if (size - pos < len) {
+                snprintf(why, why_len, "%s cut by the end of the code", tfs[t].name);
+                return 0;
+            }
+            if (t == TF_CALL)
+                pops = 4u * ((uint32_t)code[pos + 9] + code[pos + 10]);
+            else
+                pops = (uint32_t)tfs[t].pops + (uint32_t)tfs[t].pads * padding_values(group);
+            if (depth != pops) {
+                snprintf(why, why_len, "%s with %lu values on the stack (it pops %lu)", tfs[t].name,
+                         (unsigned long)depth, (unsigned long)pops);
+                return 0;
+            }
+            depth = 0;
+        } else {
+            len = 1u + (uint32_t)ops[op].operand_bytes;
+            if (size - pos < len) {
+                snprintf(why, why_len, "%s cut by the end of the code", ops[op].name);
+                return 0;
+            }
+            if (op == OP_STSHAPE || op == OP_STPADDINGS) {
+                pops = code[pos + 2] * (op == OP_STPADDINGS ? padding_values(group) : 1u);
+                if (pops > depth) {
+                    snprintf(why, why_len, "%s popping %lu values from a stack of %lu", ops[op].name,
+                             (unsigned long)pops, (unsigned long)depth);
+                    return 0;
+                }
+                depth -= pops;
+            } else if (++depth > SV_STACK_MAX) {
+                snprintf(why, why_len, "more than %u values on the stack", SV_STACK_MAX);
+                return 0;
+            }
+        }
+        pos += len;
+    }
+    return 1;
+}
+
+int v5_stackvm_detect(v5_cx *cx, uint32_t mi)
+{
+    const v5_module *mod = &cx->f->mod[mi];
+    char why[160], first_why[160];
+    uint32_t where = 0, first_where = 0, fi;
+    long first_fn = 0;
+    int g;
+    first_why[0] = 0;
+    for (g = G_COUNT - 1; g >= 0; g--) { /* the newest group that decodes everything (section 9.4) */
+        int ok = 1;
+        for (fi = 0; fi < mod->nfuncs && ok; fi++) {
+            const v5_func *fn = &mod->funcs[fi];
+            ok = trial(cx->m->data + mod->text_off + fn->entry, fn->text_size, g, why, sizeof why, &where);
+            if (!ok && g == G_COUNT - 1) {
+                memcpy(first_why, why, sizeof why);
+                first_where = where + (uint32_t)mod->text_off + fn->entry;
+                first_fn = (long)fi;
+            }
+        }
+        if (ok) {
+            cx->group = g;
+            return OKPU_OK;
+        }
+    }
+    return v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)first_where,
+                   "stackvm code: no nncase 1.x release's tensor-function table decodes it (checked 1.0.0-beta1 .. "
+                   "1.9.0); with 1.6.0 .. 1.9.0's, function %ld fails at byte %lu: %s. The file is corrupt or from an "
+                   "unreleased nncase; recompile it with a released nncase 1.x (or nncase v0.2 for kmodel v4)",
+                   first_fn, (unsigned long)first_where, first_why);
+}
+
+/* ---- the symbolic run ---- */
+
+enum { E_INT = 1, E_F32 = 2, E_ADDR = 3 };
+typedef struct sv_entry {
+    int kind;
+    int32_t i;
+    float f;
+    v5_addr a;
+} sv_entry;
+
+typedef struct sv_shape {
+    int set;
+    uint32_t rank;
+    int32_t v[SV_REG_RANK];
+} sv_shape;
+
+typedef struct sv_pads {
+    int set;
+    uint32_t rank;
+    int32_t before[SV_REG_RANK], after[SV_REG_RANK], interior[SV_REG_RANK];
+} sv_pads;
+
+typedef struct sv {
+    v5_cx *cx;
+    uint32_t mi;
+    long at;          /* file offset of the instruction */
+    const char *name; /* the tensor function being decoded */
+    uint32_t depth;
+    sv_entry stack[SV_STACK_MAX];
+    sv_shape shapes[SV_REGS];
+    sv_pads pads[SV_REGS];
+} sv;
+
+static int sfail(const sv *s, const char *what)
+{
+    return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at, "stackvm %s at byte %ld: %s; %s", s->name, s->at, what, redo);
+}
+
+static int pop(sv *s, int kind, sv_entry *e, const char *what)
+{
+    static const char *const kinds[4] = {"?", "an integer", "a float", "an address"};
+    memset(e, 0, sizeof *e);
+    if (s->depth == 0)
+        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at, "stackvm %s at byte %ld pops %s from an empty stack; %s",
+                       s->name, s->at, what, redo);
+    *e = s->stack[--s->depth];
+    if (kind && e->kind != kind)
+        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+                       "stackvm %s at byte %ld: %s: expected %s on the stack, found %s; %s", s->name, s->at, what,
+                       kinds[kind], kinds[e->kind], redo);
+    return OKPU_OK;
+}
+
+static int reg_shape(sv *s, uint32_t r, const sv_shape **out, const char *what)
+{
+    if (!s->shapes[r].set)
+        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+                       "stackvm %s at byte %ld: %s names shape register %lu, which no STSHAPE wrote before it; %s",
+                       s->name, s->at, what, (unsigned long)r, redo);
+    *out = &s->shapes[r];
+    return OKPU_OK;
+}
+
+/* A tensor operand: `addr` with `rank` dims and element strides, esize bytes each; checks it lies inside its pool
+ * (and is writable when `writes`). */
+static int view(sv *s, const v5_addr *addr, uint32_t esize, uint32_t rank, const uint32_t *shape,
+                const int64_t *stride, int writes, const char *what)
+{
+    uint64_t size = v5_pool_size(s->cx, addr);
+    int64_t lo = 0, hi = 0;
+    uint32_t r;
+    char msg[200];
+    if (writes && addr->pool == V5_POOL_RDATA) {
+        snprintf(msg, sizeof msg, "its %s is in the read-only .rdata", what);
+        return sfail(s, msg);
+    }
+    for (r = 0; r < rank; r++) {
+        int64_t span;
+        if (shape[r] == 0)
+            return OKPU_OK; /* touches nothing */
+        if (stride[r] > 0x7FFFFFFF || stride[r] < -0x7FFFFFFF || shape[r] > 0x7FFFFFFFu)
+            goto outside;
+        span = (int64_t)(shape[r] - 1u) * stride[r]; /* < 2^62 */
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
+        if (hi > (int64_t)OKPU_SIZE_LIMIT || lo < -(int64_t)OKPU_SIZE_LIMIT)
+            goto outside;
+    }
+    if ((int64_t)addr->off + lo * (int64_t)esize >= 0 &&
+        (uint64_t)((int64_t)addr->off + (hi + 1) * (int64_t)esize) <= size)
+        return OKPU_OK;
+outside:
+    snprintf(msg, sizeof msg, "its %s (%lu dims, %lu-byte elements) at offset %llu runs outside the %llu bytes of its "
+             "pool", what, (unsigned long)rank, (unsigned long)esize, (unsigned long long)addr->off,
+             (unsigned long long)size);
+    return sfail(s, msg);
+}
+
+static uint64_t count_elems(uint32_t rank, const uint32_t *shape)
+{
+    uint64_t n = 1;
+    uint32_t r;
+    for (r = 0; r < rank; r++)
+        n = okpu_sat_mul(n, shape[r]);
+    return n;
+}
+
+/* Describe the step just taken: its output (for partial runs and netinfo) and its work. */
+static void describe(sv *s, const v5_addr *out, uint32_t dt, uint32_t rank, const uint32_t *shape, uint64_t work)
+{
+    v5_cx *cx = s->cx;
+    okpu_layer *L;
+    uint32_t dims[4] = {1, 1, 1, 1}, r;
+    uint64_t elems = count_elems(rank, shape);
+    if (!cx->emit)
+        return;
+    L = &cx->m->layers[cx->nsteps - 1];
+    for (r = 0; r < rank; r++) {
+        if (r < 4)
+            dims[r] = shape[r];
+        else
+            dims[3] *= shape[r];
+    }
+    L->out.mem = OKPU_MEM_NONE;
+    /* a dense output in main memory can be shown after a partial run */
+    if (out->pool == V5_POOL_OUT || out->pool == V5_POOL_DATA) {
+        L->out.mem = OKPU_MEM_MAIN;
+        L->out.offset = (uint32_t)((out->pool == V5_POOL_OUT ? cx->f->out_base : cx->f->mod[out->module].data_base) +
+                                   out->off);
+    }
+    L->out.t.dtype = dt == OKPU_V5_DT_F32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8;
+    L->out.t.n = dims[0], L->out.t.c = dims[1], L->out.t.h = dims[2], L->out.t.w = dims[3];
+    L->out.t.bytes = (uint32_t)(elems * v5_dtype_size(dt) > OKPU_SIZE_LIMIT ? 0 : elems * v5_dtype_size(dt));
+    L->out.t.layer = cx->nsteps - 1;
+    L->info.output = L->out.t;
+    L->info.work = work ? work : 1;
+}
+
+static int take_step(sv *s, okpu_step_kind kind, uint32_t id, uint32_t bytes, void **args)
+{
+    return v5_next_step(s->cx, kind, id, s->name, s->at, bytes, args);
+}
+
+/* Read a shape register as dims (every value >= 0), at most OKPU_V5_MAX_RANK of them. */
+static int dims_of(sv *s, uint32_t r, uint32_t *rank, uint32_t *dims, const char *what)
+{
+    const sv_shape *sh = NULL;
+    uint32_t k;
+    char msg[160];
+    if (reg_shape(s, r, &sh, what) != OKPU_OK)
+        return s->cx->err ? s->cx->err->code : OKPU_ERR_KMODEL_FORMAT;
+    if (sh->rank > OKPU_V5_MAX_RANK) {
+        snprintf(msg, sizeof msg, "%s has %lu dimensions; this runtime handles at most %u", what,
+                 (unsigned long)sh->rank, OKPU_V5_MAX_RANK);
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
+    }
+    for (k = 0; k < sh->rank; k++) {
+        if (sh->v[k] < 0) {
+            snprintf(msg, sizeof msg, "%s holds the negative dimension %ld", what, (long)sh->v[k]);
+            return sfail(s, msg);
+        }
+        dims[k] = (uint32_t)sh->v[k];
+    }
+    *rank = sh->rank;
+    return OKPU_OK;
+}
+
+/* Strides register as signed element strides, with `rank` values expected. */
+static int strides_of(sv *s, uint32_t r, uint32_t rank, int64_t *st, const char *what)
+{
+    const sv_shape *sh = NULL;
+    uint32_t k;
+    char msg[160];
+    if (reg_shape(s, r, &sh, what) != OKPU_OK)
+        return s->cx->err ? s->cx->err->code : OKPU_ERR_KMODEL_FORMAT;
+    if (sh->rank != rank) {
+        snprintf(msg, sizeof msg, "%s has %lu values for a %lu-dimensional tensor", what, (unsigned long)sh->rank,
+                 (unsigned long)rank);
+        return sfail(s, msg);
+    }
+    for (k = 0; k < rank; k++)
+        st[k] = (int64_t)(uint32_t)sh->v[k]; /* strides are unsigned in the file */
+    return OKPU_OK;
+}
+
+static uint32_t dt_checked(sv *s, uint32_t dt, int *rc)
+{
+    uint32_t e = v5_dtype_size(dt);
+    *rc = OKPU_OK;
+    if (!e) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "datatype code %lu is not one of nncase's 0..11", (unsigned long)dt);
+        *rc = sfail(s, msg);
+    }
+    return e;
+}
+
+static void fill_nd(okpu_v5_nd *nd, uint32_t rank, const uint32_t *shape, const int64_t *is, const int64_t *os)
+{
+    uint32_t k;
+    nd->rank = rank;
+    for (k = 0; k < rank; k++) {
+        nd->shape[k] = shape[k];
+        nd->in_stride[k] = (int32_t)is[k];
+        nd->out_stride[k] = (int32_t)os[k];
+    }
+}
+
+#define TRYS(x)                                                                                                       \
+    do {                                                                                                              \
+        int rc_ = (x);                                                                                                \
+        if (rc_ != OKPU_OK)                                                                                           \
+            return rc_;                                                                                               \
+    } while (0)
+
+/* COPY, SLICE and TRANSPOSE: strided copies; the slice's begin and steps and the transpose's permutation fold into
+ * the source address and strides. */
+static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    uint32_t dt = p[3], esize, rank, shape[OKPU_V5_MAX_RANK], oshape[OKPU_V5_MAX_RANK], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], ois[OKPU_V5_MAX_RANK];
+    v5_addr src;
+    int rc;
+    void *args;
+    esize = dt_checked(s, dt, &rc);
+    TRYS(rc);
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    /* the input view first: it bounds (dim - 1) x stride, so the slice arithmetic below cannot overflow */
+    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    src = in.a;
+    for (k = 0; k < rank; k++)
+        oshape[k] = shape[k], ois[k] = is[k];
+    if (t == TF_SLICE) {
+        const sv_shape *b = NULL, *e = NULL, *st = NULL;
+        TRYS(reg_shape(s, p[7], &b, "rbegins"));
+        TRYS(reg_shape(s, p[8], &e, "rends"));
+        TRYS(reg_shape(s, p[9], &st, "rstrides"));
+        if (b->rank != rank || e->rank != rank || st->rank != rank)
+            return sfail(s, "its begins, ends and strides do not have one value per dimension");
+        for (k = 0; k < rank; k++) {
+            int64_t begin = (uint32_t)b->v[k], end = e->v[k], step = st->v[k], n;
+            if (step == 0)
+                return sfail(s, "a slice step is 0");
+            if (end < 0) /* nncase reads ends as i32 and clamps them to the dimension */
+                end = step > 0 ? 0 : -1;
+            if (end > (int64_t)shape[k])
+                end = shape[k];
+            if (begin > (int64_t)shape[k] - (step > 0 ? 0 : 1))
+                return sfail(s, "a slice begins past its dimension");
+            n = step > 0 ? (end > begin ? (end - begin + step - 1) / step : 0)
+                         : (begin > end ? (begin - end + (-step) - 1) / (-step) : 0);
+            oshape[k] = (uint32_t)n;
+            src.off += (uint64_t)(begin * is[k] * (int64_t)esize);
+            ois[k] = is[k] * step;
+        }
+    } else if (t == TF_TRANSPOSE) {
+        const sv_shape *perm = NULL;
+        uint32_t used = 0;
+        TRYS(reg_shape(s, p[7], &perm, "rshape_perm"));
+        if (perm->rank != rank)
+            return sfail(s, "its permutation does not have one value per dimension");
+        for (k = 0; k < rank; k++) {
+            uint32_t from = (uint32_t)perm->v[k];
+            if (from >= rank || (used & (1u << from)))
+                return sfail(s, "its permutation is not a permutation of the dimensions");
+            used |= 1u << from;
+            oshape[k] = shape[from];
+            ois[k] = is[from];
+        }
+    }
+    TRYS(view(s, &src, esize, rank, oshape, ois, 0, "input (as read)"));
+    TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
+    if (args) {
+        okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
+        a->src = v5_ptr(s->cx, &src);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->esize = esize;
+        fill_nd(&a->nd, rank, oshape, ois, os);
+    }
+    describe(s, &out.a, dt, rank, oshape, count_elems(rank, oshape));
+    return OKPU_OK;
+}
+
+static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, scale, bias;
+    const uint32_t in_dt = p[3], out_dt = p[4];
+    const int quant = t == TF_QUANTIZE;
+    const uint32_t qdt = quant ? out_dt : in_dt, fdt = quant ? in_dt : out_dt;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK];
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    void *args;
+    if (fdt != OKPU_V5_DT_F32 || (qdt != OKPU_V5_DT_U8 && qdt != OKPU_V5_DT_I8)) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "converts %s to %s; this runtime handles f32 <-> u8/i8", v5_dtype_name(in_dt),
+                 v5_dtype_name(out_dt));
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld %s", s->name, s->at, msg);
+    }
+    TRYS(pop(s, E_F32, &bias, "bias"));
+    TRYS(pop(s, E_F32, &scale, "scale"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], rank, os, "rstride_dest"));
+    TRYS(view(s, &in.a, v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
+    TRYS(take_step(s, quant ? OKPU_STEP_V5_QUANTIZE : OKPU_STEP_V5_DEQUANTIZE, id, bytes, &args));
+    if (args) {
+        okpu_v5_quant_args *a = (okpu_v5_quant_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->qtype = qdt;
+        a->scale = scale.f;
+        a->bias = bias.f;
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, &out.a, out_dt, rank, shape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
+static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, value;
+    const uint32_t dt = p[3];
+    uint32_t esize, rank, shape[OKPU_V5_MAX_RANK], oshape[OKPU_V5_MAX_RANK], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    const sv_pads *pads;
+    uint8_t vbytes[4] = {0, 0, 0, 0};
+    void *args;
+    int rc;
+    esize = dt_checked(s, dt, &rc);
+    TRYS(rc);
+    if (p[8] != 0 || esize > 4) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "pad mode %u on %s; this runtime pads in constant mode (0) with elements of up to 4 "
+                 "bytes", p[8], v5_dtype_name(dt));
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
+    }
+    TRYS(pop(s, 0, &value, "pad value"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    if (value.kind == E_ADDR)
+        return sfail(s, "its pad value is an address");
+    if (dt == OKPU_V5_DT_F32 || dt == 8u || dt == 11u) {
+        float f;
+        if (value.kind == E_INT && value.i != 0)
+            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                           "stackvm PAD at byte %ld: a float pad value given as the integer %ld; this runtime takes "
+                           "0 or a float there",
+                           s->at, (long)value.i);
+        if (dt != OKPU_V5_DT_F32)
+            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm PAD at byte %ld: pads %s, not supported",
+                           s->at, v5_dtype_name(dt));
+        f = value.kind == E_F32 ? value.f : 0.0f;
+        memcpy(vbytes, &f, 4);
+    } else {
+        uint32_t v = value.kind == E_INT ? (uint32_t)value.i : (uint32_t)(int32_t)value.f;
+        for (k = 0; k < esize; k++)
+            vbytes[k] = (uint8_t)(v >> (8 * k));
+    }
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    pads = &s->pads[p[7]];
+    if (!pads->set || pads->rank != rank)
+        return sfail(s, "its paddings register is unset or does not have one padding per dimension");
+    for (k = 0; k < rank; k++) {
+        int64_t n = (int64_t)shape[k] + pads->before[k] + pads->after[k];
+        if (pads->interior[k] != 0)
+            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                           "stackvm PAD at byte %ld: interior padding %ld; this runtime pads edges only", s->at,
+                           (long)pads->interior[k]);
+        if (n < 0 || n > 0x7FFFFFFF)
+            return sfail(s, "its paddings give a negative or huge dimension");
+        oshape[k] = (uint32_t)n;
+    }
+    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_PAD, id, bytes, &args));
+    if (args) {
+        okpu_v5_pad_args *a = (okpu_v5_pad_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->esize = esize;
+        a->rank = rank;
+        for (k = 0; k < rank; k++) {
+            a->in_shape[k] = shape[k];
+            a->out_shape[k] = oshape[k];
+            a->in_stride[k] = (int32_t)is[k];
+            a->out_stride[k] = (int32_t)os[k];
+            a->before[k] = pads->before[k];
+        }
+        memcpy(a->value, vbytes, 4);
+    }
+    describe(s, &out.a, dt, rank, oshape, count_elems(rank, oshape));
+    return OKPU_OK;
+}
+
+static int pop_padding(sv *s, int32_t *before, int32_t *after)
+{
+    sv_entry e;
+    if (padding_values(s->cx->group) == 3u) {
+        TRYS(pop(s, E_INT, &e, "padding interior"));
+        if (e.i != 0)
+            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                           "stackvm %s at byte %ld: interior padding %ld is not supported", s->name, s->at, (long)e.i);
+    }
+    TRYS(pop(s, E_INT, &e, "padding after"));
+    *after = e.i;
+    TRYS(pop(s, E_INT, &e, "padding before"));
+    *before = e.i;
+    return OKPU_OK;
+}
+
+static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, w, b, out;
+    int32_t pt, pb, pl, pr;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], wrank, wshape[OKPU_V5_MAX_RANK], oshape[4], k;
+    int64_t is[OKPU_V5_MAX_RANK], ws[OKPU_V5_MAX_RANK], bs[1], os[4], oh, ow;
+    const uint16_t groups = (uint16_t)(p[10] | (p[11] << 8)), sh = (uint16_t)(p[12] | (p[13] << 8)),
+                   sw = (uint16_t)(p[14] | (p[15] << 8)), dh = (uint16_t)(p[16] | (p[17] << 8)),
+                   dw = (uint16_t)(p[18] | (p[19] << 8));
+    const float lo = okpu_rd_f32(p + 20), hi = okpu_rd_f32(p + 24);
+    const sv_shape *bst = NULL;
+    uint32_t bshape[1];
+    void *args;
+    if (p[3] != OKPU_V5_DT_F32)
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                       "stackvm CONV2D at byte %ld on %s; this runtime convolves f32 on the CPU", s->at,
+                       v5_dtype_name(p[3]));
+    TRYS(pop_padding(s, &pl, &pr));
+    TRYS(pop_padding(s, &pt, &pb));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &b, "bias address"));
+    TRYS(pop(s, E_ADDR, &w, "weights address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(dims_of(s, p[6], &wrank, wshape, "rshape_kernel"));
+    if (rank != 4 || wrank != 4)
+        return sfail(s, "its input or kernel shape is not 4-dimensional (NCHW, OIHW)");
+    TRYS(strides_of(s, p[5], 4, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], 4, ws, "rstride_kernel"));
+    TRYS(reg_shape(s, p[8], &bst, "rstride_bias"));
+    TRYS(strides_of(s, p[9], 4, os, "rstride_dest"));
+    bs[0] = bst->rank >= 1 ? (int64_t)(uint32_t)bst->v[bst->rank - 1] : 1;
+    if (groups == 0 || sh == 0 || sw == 0 || dh == 0 || dw == 0 || shape[1] % groups || wshape[0] % groups ||
+        (uint64_t)wshape[1] * groups != shape[1] || wshape[2] == 0 || wshape[3] == 0)
+        return sfail(s, "its groups, strides, dilations or kernel shape do not fit its input");
+    oh = ((int64_t)shape[2] + pt + pb - ((int64_t)(wshape[2] - 1) * dh + 1)) / sh + 1;
+    ow = ((int64_t)shape[3] + pl + pr - ((int64_t)(wshape[3] - 1) * dw + 1)) / sw + 1;
+    if (oh <= 0 || ow <= 0 || oh > 0xFFFFFF || ow > 0xFFFFFF || pt < -0xFFFF || pt > 0xFFFF || pl < -0xFFFF ||
+        pl > 0xFFFF)
+        return sfail(s, "its output size from the paddings, kernel and strides is not positive");
+    oshape[0] = shape[0], oshape[1] = wshape[0], oshape[2] = (uint32_t)oh, oshape[3] = (uint32_t)ow;
+    bshape[0] = wshape[0];
+    TRYS(view(s, &in.a, 4, 4, shape, is, 0, "input"));
+    TRYS(view(s, &w.a, 4, 4, wshape, ws, 0, "weights"));
+    TRYS(view(s, &b.a, 4, 1, bshape, bs, 0, "bias"));
+    TRYS(view(s, &out.a, 4, 4, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_CONV2D, id, bytes, &args));
+    if (args) {
+        okpu_v5_conv2d_args *a = (okpu_v5_conv2d_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->weights = v5_ptr(s->cx, &w.a);
+        a->bias = v5_ptr(s->cx, &b.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->n = shape[0], a->ic = shape[1], a->ih = shape[2], a->iw = shape[3];
+        a->oc = wshape[0], a->kh = wshape[2], a->kw = wshape[3], a->oh = (uint32_t)oh, a->ow = (uint32_t)ow;
+        a->groups = groups;
+        for (k = 0; k < 4; k++) {
+            a->in_stride[k] = (int32_t)is[k];
+            a->w_stride[k] = (int32_t)ws[k];
+            a->out_stride[k] = (int32_t)os[k];
+        }
+        a->bias_stride = (int32_t)bs[0];
+        a->stride_h = sh, a->stride_w = sw, a->dil_h = dh, a->dil_w = dw;
+        a->pad_top = pt, a->pad_left = pl;
+        a->clamp_lo = lo, a->clamp_hi = hi;
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, 4, oshape,
+             okpu_sat_mul(count_elems(4, oshape), okpu_sat_mul(wshape[1], (uint64_t)wshape[2] * wshape[3])));
+    return OKPU_OK;
+}
+
+static int need_f32(sv *s, uint32_t dt)
+{
+    if (dt == OKPU_V5_DT_F32)
+        return OKPU_OK;
+    return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                   "stackvm %s at byte %ld on %s; this runtime computes it on f32 only (nncase's K210 models use f32 "
+                   "there)",
+                   s->name, s->at, v5_dtype_name(dt));
+}
+
+static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, init, out;
+    int32_t pt, pb, pl, pr;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], oshape[4], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[4], oh, ow;
+    const uint32_t op = p[4];
+    const uint16_t fh = (uint16_t)(p[8] | (p[9] << 8)), fw = (uint16_t)(p[10] | (p[11] << 8)),
+                   sh = (uint16_t)(p[12] | (p[13] << 8)), sw = (uint16_t)(p[14] | (p[15] << 8)),
+                   dh = (uint16_t)(p[16] | (p[17] << 8)), dw = (uint16_t)(p[18] | (p[19] << 8));
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (op > 3u)
+        return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
+    TRYS(pop_padding(s, &pl, &pr));
+    TRYS(pop_padding(s, &pt, &pb));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_F32, &init, "initial value"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    if (rank != 4)
+        return sfail(s, "its input is not 4-dimensional (NCHW)");
+    TRYS(strides_of(s, p[6], 4, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], 4, os, "rstride_dest"));
+    if (!fh || !fw || !sh || !sw || !dh || !dw || pt < -0xFFFF || pt > 0xFFFF || pl < -0xFFFF || pl > 0xFFFF ||
+        pb < -0xFFFF || pb > 0xFFFF || pr < -0xFFFF || pr > 0xFFFF)
+        return sfail(s, "its filter, strides, dilations or paddings are 0 or out of range");
+    oh = ((int64_t)shape[2] + pt + pb - ((int64_t)(fh - 1) * dh + 1) + sh) / sh;
+    ow = ((int64_t)shape[3] + pl + pr - ((int64_t)(fw - 1) * dw + 1) + sw) / sw;
+    if (oh <= 0 || ow <= 0)
+        return sfail(s, "its output size is not positive");
+    oshape[0] = shape[0], oshape[1] = shape[1], oshape[2] = (uint32_t)oh, oshape[3] = (uint32_t)ow;
+    TRYS(view(s, &in.a, 4, 4, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, 4, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_WINDOW, id, bytes, &args));
+    if (args) {
+        okpu_v5_window_args *a = (okpu_v5_window_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->op = op;
+        a->n = shape[0], a->c = shape[1], a->ih = shape[2], a->iw = shape[3];
+        a->oh = (uint32_t)oh, a->ow = (uint32_t)ow;
+        for (k = 0; k < 4; k++)
+            a->in_stride[k] = (int32_t)is[k], a->out_stride[k] = (int32_t)os[k];
+        a->fh = fh, a->fw = fw, a->sh = sh, a->sw = sw, a->dh = dh, a->dw = dw;
+        a->pad_top = pt, a->pad_left = pl;
+        a->init = init.f;
+        a->clamp_lo = okpu_rd_f32(p + 20), a->clamp_hi = okpu_rd_f32(p + 24);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, 4, oshape,
+             okpu_sat_mul(count_elems(4, oshape), (uint64_t)fh * fw));
+    return OKPU_OK;
+}
+
+static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, init;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], kshape[OKPU_V5_MAX_RANK], orank = 0, k;
+    uint32_t reduced = 0, count = 1;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], wos[OKPU_V5_MAX_RANK], kos[OKPU_V5_MAX_RANK];
+    const sv_shape *axes = NULL;
+    const uint32_t op = p[7], keep = p[9];
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (op > 3u)
+        return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
+    TRYS(pop(s, 0, &init, "initial value"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    if (init.kind == E_ADDR || (init.kind == E_INT && init.i != 0))
+        return sfail(s, "its initial value is not a float");
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(reg_shape(s, p[8], &axes, "rshape_axis"));
+    for (k = 0; k < axes->rank; k++) {
+        uint32_t ax = (uint32_t)axes->v[k];
+        if (ax >= rank || (reduced & (1u << ax)))
+            return sfail(s, "its axes are not distinct dimensions of the input");
+        reduced |= 1u << ax;
+    }
+    for (k = 0; k < rank; k++) {
+        kshape[k] = reduced & (1u << k) ? 1u : shape[k];
+        if (reduced & (1u << k))
+            count *= shape[k] ? shape[k] : 1u; /* bounded by the input view below */
+        else
+            orank++;
+    }
+    if (keep)
+        orank = rank;
+    TRYS(strides_of(s, p[6], orank, os, "rstride_dest"));
+    for (k = 0, orank = 0; k < rank; k++) { /* the output strides on the input's axes, 0 where reduced */
+        if (keep) {
+            kos[k] = os[k];
+        } else {
+            kos[k] = reduced & (1u << k) ? 0 : os[orank++];
+        }
+        wos[k] = reduced & (1u << k) ? 0 : kos[k];
+    }
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, rank, kshape, kos, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_REDUCE, id, bytes, &args));
+    if (args) {
+        okpu_v5_reduce_args *a = (okpu_v5_reduce_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->op = op;
+        a->count = count;
+        a->init = init.kind == E_F32 ? init.f : 0.0f;
+        fill_nd(&a->walk, rank, shape, is, wos);
+        for (k = 0; k < rank; k++)
+            a->out_shape[k] = kshape[k], a->out_stride[k] = (int32_t)kos[k];
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, kshape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
+static int t_softmax(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], outer[OKPU_V5_MAX_RANK], k, axis;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    const int32_t ax = okpu_rd_i32(p + 7);
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    if (ax >= (int32_t)rank || ax < -(int32_t)rank || rank == 0)
+        return sfail(s, "its axis is not a dimension of the input");
+    axis = (uint32_t)(ax < 0 ? ax + (int32_t)rank : ax);
+    for (k = 0; k < rank; k++)
+        outer[k] = k == axis ? 1u : shape[k];
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_SOFTMAX, id, bytes, &args));
+    if (args) {
+        okpu_v5_softmax_args *a = (okpu_v5_softmax_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->len = shape[axis];
+        a->in_step = (int32_t)is[axis];
+        a->out_step = (int32_t)os[axis];
+        a->beta = okpu_rd_f32(p + 11);
+        fill_nd(&a->nd, rank, outer, is, os);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, shape, okpu_sat_mul(count_elems(rank, shape), 3));
+    return OKPU_OK;
+}
+
+static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry a_, b_, out;
+    const int has_dest_shape = bytes == 19u; /* the 1.4.0+ layout (section 7.3) */
+    const uint32_t op = p[has_dest_shape ? 10 : 9];
+    const uint8_t *clamp = p + (has_dest_shape ? 11 : 10);
+    uint32_t ra, rb, rank, sa[OKPU_V5_MAX_RANK], sb[OKPU_V5_MAX_RANK], so[OKPU_V5_MAX_RANK], k;
+    uint32_t ea[OKPU_V5_MAX_RANK], eb[OKPU_V5_MAX_RANK];
+    int64_t ta[OKPU_V5_MAX_RANK], tb[OKPU_V5_MAX_RANK], to[OKPU_V5_MAX_RANK];
+    int64_t xa[OKPU_V5_MAX_RANK], xb[OKPU_V5_MAX_RANK];
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (op > 5u) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "binary_op %lu (0..5 = add, sub, mul, div, min, max are supported)",
+                 (unsigned long)op);
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm BINARY at byte %ld: %s", s->at, msg);
+    }
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &b_, "second input address"));
+    TRYS(pop(s, E_ADDR, &a_, "first input address"));
+    TRYS(dims_of(s, p[4], &ra, sa, "rshape_src1"));
+    TRYS(strides_of(s, p[5], ra, ta, "rstride_src1"));
+    TRYS(dims_of(s, p[6], &rb, sb, "rshape_src2"));
+    TRYS(strides_of(s, p[7], rb, tb, "rstride_src2"));
+    rank = ra > rb ? ra : rb;
+    for (k = 0; k < rank; k++) { /* numpy broadcasting, aligned on the last axis */
+        const uint32_t da = k + ra >= rank ? sa[k + ra - rank] : 1u, db = k + rb >= rank ? sb[k + rb - rank] : 1u;
+        if (da != db && da != 1u && db != 1u)
+            return sfail(s, "its input shapes do not broadcast");
+        so[k] = da == 1u ? db : da;
+        ea[k] = da, eb[k] = db;
+        xa[k] = (k + ra >= rank && da != 1u) ? ta[k + ra - rank] : 0;
+        xb[k] = (k + rb >= rank && db != 1u) ? tb[k + rb - rank] : 0;
+    }
+    if (has_dest_shape) {
+        uint32_t rd, sd[OKPU_V5_MAX_RANK];
+        TRYS(dims_of(s, p[8], &rd, sd, "rshape_dest"));
+        if (rd != rank || memcmp(sd, so, rank * sizeof so[0]) != 0)
+            return sfail(s, "its output shape is not the broadcast of its input shapes");
+    }
+    TRYS(strides_of(s, p[has_dest_shape ? 9 : 8], rank, to, "rstride_dest"));
+    TRYS(view(s, &a_.a, 4, ra, sa, ta, 0, "first input"));
+    TRYS(view(s, &b_.a, 4, rb, sb, tb, 0, "second input"));
+    TRYS(view(s, &out.a, 4, rank, so, to, 1, "output"));
+    (void)ea, (void)eb;
+    TRYS(take_step(s, OKPU_STEP_V5_BINARY, id, bytes, &args));
+    if (args) {
+        okpu_v5_binary_args *a = (okpu_v5_binary_args *)args;
+        a->a = v5_ptr(s->cx, &a_.a);
+        a->b = v5_ptr(s->cx, &b_.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->op = op;
+        a->rank = rank;
+        for (k = 0; k < rank; k++) {
+            a->shape[k] = so[k];
+            a->a_stride[k] = (int32_t)xa[k], a->b_stride[k] = (int32_t)xb[k], a->out_stride[k] = (int32_t)to[k];
+        }
+        a->clamp_lo = okpu_rd_f32(clamp), a->clamp_hi = okpu_rd_f32(clamp + 4);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, so, count_elems(rank, so));
+    return OKPU_OK;
+}
+
+static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, table, out, lo, hi;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], tshape[1] = {256};
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], ts[1] = {1};
+    const uint32_t len = (uint32_t)(p[7] | (p[8] << 8));
+    void *args;
+    if (p[3] != OKPU_V5_DT_U8 || len != 256u)
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                       "stackvm LUT1D at byte %ld on %s with a %lu-entry table; this runtime (like nncase) looks up "
+                       "u8 values in 256-entry tables",
+                       s->at, v5_dtype_name(p[3]), (unsigned long)len);
+    TRYS(pop(s, 0, &hi, "max"));
+    TRYS(pop(s, 0, &lo, "min"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &table, "table address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    TRYS(view(s, &in.a, 1, rank, shape, is, 0, "input"));
+    TRYS(view(s, &table.a, 1, 1, tshape, ts, 0, "table"));
+    TRYS(view(s, &out.a, 1, rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_LUT, id, bytes, &args));
+    if (args) {
+        okpu_v5_lut_args *a = (okpu_v5_lut_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->table = v5_ptr(s->cx, &table.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, &out.a, OKPU_V5_DT_U8, rank, shape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
+static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, oh, ow;
+    const uint32_t dt = p[3];
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], oshape[4], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[4];
+    void *args;
+    if ((dt != OKPU_V5_DT_F32 && dt != OKPU_V5_DT_U8) || p[9] > 1u)
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                       "stackvm RESIZE_IMAGE at byte %ld: %s, mode %u; this runtime resizes f32 and u8, bilinear (0) "
+                       "or nearest (1)",
+                       s->at, v5_dtype_name(dt), p[9]);
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(pop(s, E_INT, &ow, "output width"));
+    TRYS(pop(s, E_INT, &oh, "output height"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    if (rank != 4)
+        return sfail(s, "its input is not 4-dimensional (NCHW)");
+    if (oh.i <= 0 || ow.i <= 0 || shape[2] == 0 || shape[3] == 0)
+        return sfail(s, "its input or output size is 0 or negative");
+    TRYS(strides_of(s, p[5], 4, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], 4, os, "rstride_dest"));
+    oshape[0] = shape[0], oshape[1] = shape[1], oshape[2] = (uint32_t)oh.i, oshape[3] = (uint32_t)ow.i;
+    TRYS(view(s, &in.a, v5_dtype_size(dt), 4, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, v5_dtype_size(dt), 4, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_RESIZE, id, bytes, &args));
+    if (args) {
+        okpu_v5_resize_args *a = (okpu_v5_resize_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->is_u8 = dt == OKPU_V5_DT_U8;
+        a->nearest = p[9];
+        a->align_corners = p[7] != 0;
+        a->half_pixel = p[8] != 0;
+        a->n = shape[0], a->c = shape[1], a->ih = shape[2], a->iw = shape[3];
+        a->oh = oshape[2], a->ow = oshape[3];
+        for (k = 0; k < 4; k++)
+            a->in_stride[k] = (int32_t)is[k], a->out_stride[k] = (int32_t)os[k];
+    }
+    describe(s, &out.a, dt, 4, oshape, okpu_sat_mul(count_elems(4, oshape), 4));
+    return OKPU_OK;
+}
+
+static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry a_, b_, bias, out;
+    const int full = bytes == 17u; /* 1.4.0+: with stride and output registers (section 7.3) */
+    uint32_t ra, rb, sa[OKPU_V5_MAX_RANK], sb[OKPU_V5_MAX_RANK], k, batch = 1, bbatch = 1, m, kk, n;
+    uint32_t one[1], dense[1];
+    int64_t unit[1] = {1};
+    const uint8_t *clamp = p + (full ? 9 : 5);
+    void *args;
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &bias, "bias address"));
+    TRYS(pop(s, E_ADDR, &b_, "second input address"));
+    TRYS(pop(s, E_ADDR, &a_, "first input address"));
+    TRYS(dims_of(s, p[3], &ra, sa, "rshape_src1"));
+    TRYS(dims_of(s, p[full ? 5 : 4], &rb, sb, "rshape_src2"));
+    if (ra < 2 || rb < 2 || sa[ra - 1] != sb[rb - 2])
+        return sfail(s, "its inputs are not [..., M, K] and [..., K, N]");
+    {
+        uint64_t ba = 1, bb = 1;
+        for (k = 0; k + 2 < ra; k++)
+            ba = okpu_sat_mul(ba, sa[k]);
+        for (k = 0; k + 2 < rb; k++)
+            bb = okpu_sat_mul(bb, sb[k]);
+        /* every dense extent below must stay far from wrapping when it is narrowed to 32 bits */
+        if (okpu_sat_mul(okpu_sat_mul(ba, sa[ra - 2]), sa[ra - 1]) > 0x7FFFFFFFu ||
+            okpu_sat_mul(okpu_sat_mul(bb, sb[rb - 2]), sb[rb - 1]) > 0x7FFFFFFFu ||
+            okpu_sat_mul(okpu_sat_mul(ba, sa[ra - 2]), sb[rb - 1]) > 0x7FFFFFFFu)
+            return sfail(s, "its tensors are too large");
+        batch = (uint32_t)ba, bbatch = (uint32_t)bb;
+    }
+    if (bbatch != 1u && bbatch != batch)
+        return sfail(s, "its second input's batch is neither 1 nor the first input's");
+    m = sa[ra - 2], kk = sa[ra - 1], n = sb[rb - 1];
+    /* the kernel reads every tensor densely: check each dense extent */
+    dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(batch, m), kk);
+    TRYS(view(s, &a_.a, 4, 1, dense, unit, 0, "first input"));
+    dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(bbatch, kk), n);
+    TRYS(view(s, &b_.a, 4, 1, dense, unit, 0, "second input"));
+    one[0] = n;
+    TRYS(view(s, &bias.a, 4, 1, one, unit, 0, "bias"));
+    dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(batch, m), n);
+    TRYS(view(s, &out.a, 4, 1, dense, unit, 1, "output"));
+    if (okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk, n)) > OKPU_SIZE_LIMIT)
+        return sfail(s, "its product is too large");
+    TRYS(take_step(s, OKPU_STEP_V5_MATMUL, id, bytes, &args));
+    if (args) {
+        okpu_v5_matmul_args *a = (okpu_v5_matmul_args *)args;
+        a->a = v5_ptr(s->cx, &a_.a);
+        a->b = v5_ptr(s->cx, &b_.a);
+        a->bias = v5_ptr(s->cx, &bias.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->batch = batch, a->m = m, a->k = kk, a->n = n;
+        a->b_step = bbatch == 1u ? 0u : kk * n;
+        a->clamp_lo = okpu_rd_f32(clamp), a->clamp_hi = okpu_rd_f32(clamp + 4);
+    }
+    {
+        uint32_t oshape[2] = {batch * m, n};
+        describe(s, &out.a, OKPU_V5_DT_F32, 2, oshape,
+                 okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk, n)));
+    }
+    return OKPU_OK;
+}
+
+static int convertible(uint32_t dt)
+{
+    return dt == OKPU_V5_DT_I8 || dt == 1u || dt == 2u || dt == OKPU_V5_DT_U8 || dt == 5u || dt == 6u ||
+           dt == OKPU_V5_DT_F32;
+}
+
+static int t_convert(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    const uint32_t in_dt = p[3], out_dt = p[4];
+    uint32_t rank, shape[OKPU_V5_MAX_RANK];
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    void *args;
+    if (!convertible(in_dt) || !convertible(out_dt))
+        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                       "stackvm CONVERT at byte %ld from %s to %s; this runtime converts between i8, i16, i32, u8, "
+                       "u16, u32 and f32",
+                       s->at, v5_dtype_name(in_dt), v5_dtype_name(out_dt));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], rank, os, "rstride_dest"));
+    TRYS(view(s, &in.a, v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_CONVERT, id, bytes, &args));
+    if (args) {
+        okpu_v5_convert_args *a = (okpu_v5_convert_args *)args;
+        a->src = v5_ptr(s->cx, &in.a);
+        a->dst = v5_ptr(s->cx, &out.a);
+        a->in_dt = in_dt, a->out_dt = out_dt;
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, &out.a, out_dt, rank, shape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
+static int t_call(sv *s, const uint8_t *p)
+{
+    const uint32_t fid = okpu_rd_u32(p + 3), mid = (uint32_t)(p[7] | (p[8] << 8)), nsrc = p[9], ndst = p[10];
+    const v5_file *f = s->cx->f;
+    v5_addr bound[2 * V5_MAX_IO];
+    const v5_func *callee;
+    uint32_t k;
+    if (mid >= f->nmodules || f->mod[mid].kind != V5_MOD_K210 || fid >= f->mod[mid].nfuncs)
+        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+                       "stackvm CALL at byte %ld calls module %lu function %lu: expected a function of a k210 module "
+                       "(the model has %lu modules); %s",
+                       s->at, (unsigned long)mid, (unsigned long)fid, (unsigned long)f->nmodules, redo);
+    callee = &f->mod[mid].funcs[fid];
+    if (nsrc != callee->ninputs || ndst != callee->noutputs)
+        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+                       "stackvm CALL at byte %ld binds %lu inputs and %lu outputs; k210 function %lu has %lu and %lu; "
+                       "%s",
+                       s->at, (unsigned long)nsrc, (unsigned long)ndst, (unsigned long)fid,
+                       (unsigned long)callee->ninputs, (unsigned long)callee->noutputs, redo);
+    for (k = nsrc + ndst; k-- > 0;) { /* outputs in reverse, then inputs in reverse */
+        sv_entry rstride, rshape, dt, addr;
+        const v5_io *io = &callee->io[k];
+        uint32_t rank, shape[OKPU_V5_MAX_RANK], r;
+        int64_t st[OKPU_V5_MAX_RANK];
+        TRYS(pop(s, E_INT, &rstride, "stride register"));
+        TRYS(pop(s, E_INT, &rshape, "shape register"));
+        TRYS(pop(s, E_INT, &dt, "datatype"));
+        TRYS(pop(s, E_ADDR, &addr, "tensor address"));
+        if ((uint32_t)rstride.i >= SV_REGS || (uint32_t)rshape.i >= SV_REGS)
+            return sfail(s, "a register index is out of range");
+        TRYS(dims_of(s, (uint32_t)rshape.i, &rank, shape, "a bound tensor's shape"));
+        TRYS(strides_of(s, (uint32_t)rstride.i, rank, st, "a bound tensor's strides"));
+        if ((uint32_t)dt.i != io->r.dt || rank != io->rank)
+            goto mismatch;
+        for (r = 0; r < rank; r++)
+            if (shape[r] != io->dims[r])
+                goto mismatch;
+        /* the callee reads and writes its descriptor's bytes from the bound address on */
+        {
+            uint32_t one[1] = {io->r.size};
+            int64_t unit[1] = {1};
+            TRYS(view(s, &addr.a, 1, 1, one, unit, k >= nsrc, k >= nsrc ? "bound output" : "bound input"));
+        }
+        bound[k] = addr.a;
+        continue;
+    mismatch:
+        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+                       "stackvm CALL at byte %ld: its %s %lu is bound as %s with %lu dims, but k210 function %lu "
+                       "declares %s with %lu dims and other sizes; %s",
+                       s->at, k >= nsrc ? "output" : "input", (unsigned long)(k >= nsrc ? k - nsrc : k),
+                       v5_dtype_name((uint32_t)dt.i), (unsigned long)rank, (unsigned long)fid,
+                       v5_dtype_name(io->r.dt), (unsigned long)io->rank, redo);
+    }
+    return v5_k210_call(s->cx, mid, fid, bound, s->at);
+}
+
+static int tensor(sv *s, const uint8_t *p, uint32_t len)
+{
+    const uint32_t id = (uint32_t)(p[1] | (p[2] << 8));
+    int decoder, t = find_tf(s->cx->group, id, &decoder);
+    s->name = t >= 0 ? tfs[t].name : "TENSOR";
+    switch (t) {
+    case TF_CALL:
+        return t_call(s, p);
+    case TF_COPY:
+    case TF_SLICE:
+    case TF_TRANSPOSE:
+        return t_copy_like(s, t, p, id, len);
+    case TF_QUANTIZE:
+    case TF_DEQUANTIZE:
+        return t_quant(s, t, p, id, len);
+    case TF_PAD:
+        return t_pad(s, p, id, len);
+    case TF_CONV2D:
+        return t_conv2d(s, p, id, len);
+    case TF_REDUCE_WINDOW2D:
+        return t_window(s, p, id, len);
+    case TF_REDUCE:
+        return t_reduce(s, p, id, len);
+    case TF_SOFTMAX:
+        return t_softmax(s, p, id, len);
+    case TF_BINARY:
+        return t_binary(s, p, id, len);
+    case TF_LUT1D:
+        return t_lut(s, p, id, len);
+    case TF_RESIZE_IMAGE:
+        return t_resize(s, p, id, len);
+    case TF_MATMUL:
+        return t_matmul(s, p, id, len);
+    case TF_CONVERT:
+        return t_convert(s, p, id, len);
+    default:
+        return v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
+                       "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
+                       "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
+                       "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
+                       "LUT1D, RESIZE_IMAGE, CONVERT and float CONV2D, BINARY, MATMUL, REDUCE, REDUCE_WINDOW2D, "
+                       "SOFTMAX; recompile the model with nncase v0.2 (kmodel v4) to run it here",
+                       s->at, s->name, (unsigned long)id, group_names[s->cx->group]);
+    }
+}
+
+int v5_stackvm_run(v5_cx *cx, uint32_t mi, uint32_t fi)
+{
+    const v5_module *mod = &cx->f->mod[mi];
+    const v5_func *fn = &mod->funcs[fi];
+    const uint8_t *code = cx->m->data + mod->text_off + fn->entry;
+    const uint32_t P = padding_values(cx->group);
+    uint32_t pos = 0;
+    int rc = OKPU_OK;
+    sv *s = (sv *)okpu_model_alloc(cx->m, sizeof(sv));
+    if (!s)
+        return okpu_fail(cx->err, OKPU_ERR_NO_MEM, -1, fn->off, "out of memory decoding the stackvm code (%lu bytes)",
+                         (unsigned long)sizeof(sv));
+    s->cx = cx;
+    s->mi = mi;
+    /* v5_stackvm_detect accepted the code under cx->group: every instruction is one of the six, has its bytes, and
+     * the stack depth matches; the checks below are on values. */
+    while (rc == OKPU_OK && pos < fn->text_size) {
+        const uint8_t *p = code + pos;
+        const uint32_t op = p[0];
+        uint32_t len;
+        s->at = (long)(mod->text_off + fn->entry + pos);
+        s->name = op < 0x5F ? ops[op].name : "?";
+        if (op == OP_TENSOR) {
+            int decoder;
+            int t = find_tf(cx->group, (uint32_t)(p[1] | (p[2] << 8)), &decoder);
+            len = (uint32_t)tf_bytes(t, cx->group);
+            rc = tensor(s, p, len);
+            s->depth = 0;
+        } else {
+            len = 1u + (uint32_t)ops[op].operand_bytes;
+            if (op == OP_LDC_I4 || op == OP_LDC_R4 || op == OP_LEA_BUFFER) {
+                sv_entry *e = &s->stack[s->depth++]; /* depth bounded by the detection */
+                memset(e, 0, sizeof *e);
+                if (op == OP_LDC_I4) {
+                    e->kind = E_INT;
+                    e->i = okpu_rd_i32(p + 1);
+                } else if (op == OP_LDC_R4) {
+                    e->kind = E_F32;
+                    e->f = okpu_rd_f32(p + 1);
+                } else {
+                    const uint32_t loc = p[1], off = okpu_rd_u32(p + 3);
+                    e->kind = E_ADDR;
+                    e->a.module = (int)mi;
+                    e->a.off = off;
+                    e->a.pool = loc == V5_LOC_INPUT    ? V5_POOL_IN
+                                : loc == V5_LOC_OUTPUT ? V5_POOL_OUT
+                                : loc == V5_LOC_RDATA  ? V5_POOL_RDATA
+                                : loc == V5_LOC_DATA   ? V5_POOL_DATA
+                                                       : V5_POOL_NONE;
+                    if (e->a.pool == V5_POOL_NONE || off > v5_pool_size(cx, &e->a))
+                        rc = v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+                                     "stackvm LEA_BUFFER at byte %ld: location %lu offset %lu; expected input (0), "
+                                     "output (1), rdata (2) or data (3) and an offset inside that pool (%llu bytes); "
+                                     "%s",
+                                     s->at, (unsigned long)loc, (unsigned long)off,
+                                     (unsigned long long)v5_pool_size(cx, &e->a), redo);
+                }
+            } else { /* STSHAPE / STPADDINGS: pop rank values (or paddings); the last popped is dim 0 */
+                const uint32_t r = p[1], rank = p[2];
+                uint32_t k;
+                if (rank > SV_REG_RANK) {
+                    rc = v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                                 "stackvm %s at byte %ld: rank %lu; this runtime handles at most %u dimensions",
+                                 s->name, s->at, (unsigned long)rank, SV_REG_RANK);
+                    break;
+                }
+                if (op == OP_STSHAPE) {
+                    sv_shape *sh = &s->shapes[r];
+                    for (k = rank; k-- > 0 && rc == OKPU_OK;) {
+                        sv_entry e;
+                        rc = pop(s, E_INT, &e, "a shape value");
+                        sh->v[k] = e.i;
+                    }
+                    sh->rank = rank;
+                    sh->set = 1;
+                } else {
+                    sv_pads *pd = &s->pads[r];
+                    for (k = rank; k-- > 0 && rc == OKPU_OK;) {
+                        sv_entry e;
+                        pd->interior[k] = 0;
+                        if (P == 3u) {
+                            rc = pop(s, E_INT, &e, "a padding's interior");
+                            pd->interior[k] = e.i;
+                        }
+                        if (rc == OKPU_OK)
+                            rc = pop(s, E_INT, &e, "a padding's after");
+                        pd->after[k] = e.i;
+                        if (rc == OKPU_OK)
+                            rc = pop(s, E_INT, &e, "a padding's before");
+                        pd->before[k] = e.i;
+                    }
+                    pd->rank = rank;
+                    pd->set = 1;
+                }
+            }
+        }
+        pos += len;
+    }
+    okpu_model_free_mem(cx->m, s, sizeof(sv));
+    return rc;
+}
