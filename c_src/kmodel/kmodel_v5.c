@@ -559,4 +559,4 @@ static int v5_decode(okpu_model *m, okpu_error *err)
     return rc;
 }
 
-const okpu_format okpu_format_v5 = {"kmodel v5 (nncase 1.x)", 5, v5_read_header, v5_decode, NULL, NULL};
+const okpu_format okpu_format_v5 = {"kmodel v5 (nncase 1.x)", 5, v5_read_header, v5_decode};
