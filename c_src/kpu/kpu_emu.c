@@ -58,6 +58,123 @@ static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act
     return okpu_clamp_u8(r + act->bias[i]);
 }
 
+/* ---- Batch norm + activation without the wrapping helpers ----
+ * bn_act above is exact for every alu. When a layer's alu range (known per output channel before its plane is
+ * computed: sum(x*w) lies in [0, 255 * sum(w)], the x-offset term between the plane's minimum and maximum, the
+ * w-offset term is one number) keeps every intermediate below 2^61 in magnitude, plain int64 arithmetic computes the
+ * same value with no wrap, and the floor shifts become one add and one logical shift. A channel whose range does
+ * not allow that (or an unsorted activation table, or a shift above 62) takes bn_act. */
+
+#define FAST_LIMIT ((int64_t)1 << 61)
+#define FLOOR_BIAS ((uint64_t)1 << 62)
+
+/* floor(v / 2^s) for |v| < 2^62 and s <= 62: v + 2^62 is in [0, 2^63) and 2^62 is a multiple of 2^s. */
+static inline int64_t floor_shift(int64_t v, unsigned s)
+{
+    return (int64_t)(((uint64_t)v + FLOOR_BIAS) >> s) - (int64_t)(FLOOR_BIAS >> s);
+}
+
+typedef struct act_fast {
+    int usable;          /* x_start sorted and every shift <= 62 */
+    int64_t x_start[16];
+    int64_t y_mul[16];
+    int64_t half[16];    /* 2^(s-1), 0 for s = 0 */
+    int64_t round_en[16]; /* 1 when s >= 1 (a shift of 0 rounds nothing) */
+    unsigned shift[16];
+    unsigned shift_m1[16]; /* s - 1 (SDK carry), 0 for s = 0 */
+    int64_t bias[16];
+} act_fast;
+
+typedef struct bn_fast {
+    int usable; /* this channel's alu range keeps the arithmetic below FAST_LIMIT */
+    int64_t mul, add;
+    unsigned shift;
+} bn_fast;
+
+static void act_fast_init(const kpu_act *act, int act_sorted, act_fast *f)
+{
+    int i;
+
+    f->usable = act_sorted;
+    for (i = 0; i < 16; i++) {
+        const unsigned s = act->shift[i];
+        f->x_start[i] = act->x_start[i];
+        f->y_mul[i] = act->y_mul[i];
+        f->bias[i] = act->bias[i];
+        f->shift[i] = s;
+        if (s > 62u) {
+            f->usable = 0;
+            f->shift[i] = 0;
+        }
+        f->half[i] = s >= 1u && s <= 62u ? (int64_t)1 << (s - 1u) : 0;
+        f->round_en[i] = s >= 1u ? 1 : 0;
+        f->shift_m1[i] = s >= 1u && s <= 62u ? s - 1u : 0u;
+    }
+}
+
+static int64_t abs_diff_max(int64_t lo, int64_t hi, int64_t v)
+{
+    int64_t a = lo > v ? lo - v : v - lo, b = hi > v ? hi - v : v - hi;
+    return a > b ? a : b;
+}
+
+/* Decide whether the channel with BN `bn` and alu in [lo, hi] can use bn_act_fast. */
+static void bn_fast_init(const kpu_bn *bn, const act_fast *af, int64_t lo, int64_t hi, bn_fast *f)
+{
+    const int64_t limit = (int64_t)1 << 37; /* |alu| <= 2^37 and |norm_mul| <= 2^23: |alu * norm_mul| <= 2^60 */
+    int64_t y0, y1, ylo, yhi;
+    int i;
+
+    f->usable = 0;
+    f->mul = bn->norm_mul;
+    f->add = bn->norm_add;
+    f->shift = bn->norm_shift;
+    if (!af->usable || lo < -limit || hi > limit || lo > hi || f->shift > 62u)
+        return;
+    y0 = floor_shift(lo * f->mul, f->shift) + f->add;
+    y1 = floor_shift(hi * f->mul, f->shift) + f->add;
+    ylo = y0 < y1 ? y0 : y1; /* floor(alu * m / 2^s) is monotone in alu */
+    yhi = y0 < y1 ? y1 : y0;
+    for (i = 0; i < 16; i++) {
+        const int64_t d = abs_diff_max(ylo, yhi, af->x_start[i]); /* < 2^60 + 2^31 + 2^35 */
+        const int64_t m = af->y_mul[i] < 0 ? -af->y_mul[i] : af->y_mul[i];
+        if (m != 0 && d > (FAST_LIMIT - 1) / m)
+            return;
+    }
+    f->usable = 1;
+}
+
+/* bn_act for a channel bn_fast_init accepted: the same byte. */
+static inline uint8_t bn_act_fast(int64_t alu, const bn_fast *b, const act_fast *A, okpu_round_mode mode)
+{
+    const int64_t y = floor_shift(alu * b->mul, b->shift) + b->add;
+    int64_t d, r, q;
+    int i = 0;
+
+    i += y > A->x_start[i + 8] ? 8 : 0;
+    i += y > A->x_start[i + 4] ? 4 : 0;
+    i += y > A->x_start[i + 2] ? 2 : 0;
+    i += y > A->x_start[i + 1] ? 1 : 0;
+    d = (y - A->x_start[i]) * A->y_mul[i];
+    if (mode == OKPU_ROUND_HALF_UP) {
+        r = floor_shift(d + A->half[i], A->shift[i]);
+    } else if (mode == OKPU_ROUND_SDK_CARRY) {
+        const int64_t t = floor_shift(d, A->shift_m1[i]);
+        q = floor_shift(t, 1);
+        r = !A->round_en[i] ? d : ((uint64_t)t & 1u) ? (t >= 0 ? q + 1 : q - 1) : q;
+    } else {
+        int64_t rem;
+        q = floor_shift(d, A->shift[i]);
+        rem = d - q * ((int64_t)1 << A->shift[i]); /* |q * 2^s| < 2^62 */
+        r = q + (A->round_en[i] & (int64_t)((rem > A->half[i]) | ((rem == A->half[i]) & (int)((uint64_t)q & 1u))));
+    }
+    if (r >= 255)
+        return 255;
+    if (r <= -255)
+        return 0;
+    return okpu_clamp_u8(r + A->bias[i]);
+}
+
 /* ---- Pooling (docs/kpu-reference.md section 4.4) ---- */
 
 enum pool_kind { POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_PICK };
@@ -199,7 +316,23 @@ typedef struct fast_bufs {
     uint32_t *box;       /* w x h: one channel's tap sums */
     uint32_t *col;       /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;       /* w x h accumulators (used as uint32 in 8-bit mode) */
+    int64_t x_min, x_max; /* range of x_term over the plane */
+    act_fast act;        /* the layer's activation table for bn_act_fast */
 } fast_bufs;
+
+static void x_term_range(const emu_layer *L, fast_bufs *B)
+{
+    const size_t n = (size_t)L->w * L->h;
+    int64_t lo = B->x_term[0], hi = B->x_term[0];
+    size_t p;
+
+    for (p = 1; p < n; p++) {
+        lo = B->x_term[p] < lo ? B->x_term[p] : lo;
+        hi = B->x_term[p] > hi ? B->x_term[p] : hi;
+    }
+    B->x_min = lo;
+    B->x_max = hi;
+}
 
 /* Tap sums sum(x) of channel c at every pixel (pad taps included). */
 static void channel_box_sums(const emu_layer *L, uint32_t c, const fast_bufs *B)
@@ -223,13 +356,14 @@ static void channel_box_sums(const emu_layer *L, uint32_t c, const fast_bufs *B)
 }
 
 /* The x-offset plane of a non-depthwise layer: per input channel floored terms, or one floor of the total. */
-static void x_term_all_channels(const emu_layer *L, const fast_bufs *B)
+static void x_term_all_channels(const emu_layer *L, fast_bufs *B)
 {
     const size_t n = (size_t)L->w * L->h;
     size_t p;
     uint32_t c;
 
     memset(B->x_term, 0, n * sizeof *B->x_term);
+    B->x_min = B->x_max = 0;
     if (L->a->arg_x == 0)
         return;
     for (c = 0; c < L->ic; c++) {
@@ -244,35 +378,41 @@ static void x_term_all_channels(const emu_layer *L, const fast_bufs *B)
     if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
         for (p = 0; p < n; p++)
             B->x_term[p] = okpu_asr64(L->a->arg_x * B->x_term[p], L->a->shr_x);
+    x_term_range(L, B);
 }
 
 /* Depthwise: one channel, so both offset modes give floor(arg_x * sum(x) / 2^shr_x). */
-static void x_term_one_channel(const emu_layer *L, uint32_t c, const fast_bufs *B)
+static void x_term_one_channel(const emu_layer *L, uint32_t c, fast_bufs *B)
 {
     const size_t n = (size_t)L->w * L->h;
     size_t p;
 
     if (L->a->arg_x == 0) {
         memset(B->x_term, 0, n * sizeof *B->x_term);
+        B->x_min = B->x_max = 0;
         return;
     }
     channel_box_sums(L, c, B);
     for (p = 0; p < n; p++)
         B->x_term[p] = B->x_table[B->box[p]];
+    x_term_range(L, B);
 }
 
-/* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. */
-static int64_t w_term(const emu_layer *L, uint32_t oc)
+/* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. *sum_all gets the sum of
+ * all its weights (sum(x*w) <= 255 * that). */
+static int64_t w_term(const emu_layer *L, uint32_t oc, int64_t *sum_all)
 {
     const kpu_args *a = L->a;
     int64_t total = 0, all_w = 0;
     uint32_t i, t;
 
+    *sum_all = 0;
     for (i = 0; i < L->g_ic; i++) {
         const size_t w0 = weight_index(L, oc, i);
         int64_t sum_w = 0;
         for (t = 0; t < L->kk; t++)
             sum_w += weight_at(L, w0 + t);
+        *sum_all += sum_w;
         if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
             total += okpu_asr64(a->arg_w * sum_w, a->shr_w);
         else
@@ -344,40 +484,66 @@ static void accumulate_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32
 /* One run of output channel oc: accumulate, then BN and activation of the pixels x_first, x_first + x_step, ...
  * (a pick pool reads only those). */
 static void conv_fast_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, uint32_t x_first,
-                           uint32_t x_step, int64_t w_const, const kpu_bn *bn, const fast_bufs *B)
+                           uint32_t x_step, int64_t w_const, const kpu_bn *bn, const bn_fast *bf, const fast_bufs *B)
 {
     const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
-    const size_t first = (size_t)y0 * L->w;
-    uint32_t x;
+    const int64_t *xt = B->x_term + (size_t)y0 * L->w;
+    uint8_t *out = L->activated + (size_t)y0 * L->w;
+    size_t x;
 
     accumulate_span(L, oc, y0, span, B);
-    for (x = x_first; x < span; x += x_step) {
-        int64_t sum_xw = L->eight_bit ? (int64_t)acc32[x] : (int64_t)B->acc[x];
-        L->activated[first + x] =
-            bn_act(sum_xw + B->x_term[first + x] + w_const, bn, &L->act, L->act_sorted, L->round);
+    if (!bf->usable) {
+        for (x = x_first; x < span; x += x_step) {
+            int64_t sum_xw = L->eight_bit ? (int64_t)acc32[x] : (int64_t)B->acc[x];
+            out[x] = bn_act(sum_xw + xt[x] + w_const, bn, &L->act, L->act_sorted, L->round);
+        }
+        return;
     }
+#define BN_LOOP(ACC, MODE)                                                                                        \
+    for (x = x_first; x < span; x += x_step)                                                                     \
+        out[x] = bn_act_fast((int64_t)(ACC)[x] + xt[x] + w_const, bf, &B->act, MODE)
+    if (L->eight_bit) {
+        if (L->round == OKPU_ROUND_HALF_UP)
+            BN_LOOP(acc32, OKPU_ROUND_HALF_UP);
+        else if (L->round == OKPU_ROUND_SDK_CARRY)
+            BN_LOOP(acc32, OKPU_ROUND_SDK_CARRY);
+        else
+            BN_LOOP(acc32, OKPU_ROUND_HALF_EVEN);
+    } else {
+        if (L->round == OKPU_ROUND_HALF_UP)
+            BN_LOOP(B->acc, OKPU_ROUND_HALF_UP);
+        else if (L->round == OKPU_ROUND_SDK_CARRY)
+            BN_LOOP(B->acc, OKPU_ROUND_SDK_CARRY);
+        else
+            BN_LOOP(B->acc, OKPU_ROUND_HALF_EVEN);
+    }
+#undef BN_LOOP
 }
 
-static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, const fast_bufs *B)
+static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bufs *B)
 {
     const unsigned pool = L->a->pool_type;
-    const int64_t w_const = w_term(L, oc);
+    int64_t sum_all;
+    const int64_t w_const = w_term(L, oc, &sum_all);
+    bn_fast bf;
     uint32_t y;
 
     if (L->a->depthwise)
         x_term_one_channel(L, oc, B);
+    /* alu = sum(x*w) + x_term + w_const with 0 <= sum(x*w) <= 255 * sum_all; every term is far inside int64 */
+    bn_fast_init(bn, &B->act, w_const + B->x_min, w_const + B->x_max + 255 * sum_all, &bf);
     if (pool >= 5 && pool <= 7) {
         /* A pick pool reads one pixel per stride x stride window: compute only those rows and columns. */
         const uint32_t s = kpu_pool_stride(pool), used_w = L->w / s * s;
         for (y = 0; y < L->h / s * s; y += s)
-            conv_fast_span(L, oc, y, used_w, pool == 6 ? 1u : 0u, s, w_const, bn, B);
+            conv_fast_span(L, oc, y, used_w, pool == 6 ? 1u : 0u, s, w_const, bn, &bf, B);
         return;
     }
     if (L->k == 1) /* no padding: the whole plane is one run */
-        conv_fast_span(L, oc, 0, L->w * L->h, 0, 1, w_const, bn, B);
+        conv_fast_span(L, oc, 0, L->w * L->h, 0, 1, w_const, bn, &bf, B);
     else
         for (y = 0; y < L->h; y++)
-            conv_fast_span(L, oc, y, L->w, 0, 1, w_const, bn, B);
+            conv_fast_span(L, oc, y, L->w, 0, 1, w_const, bn, &bf, B);
 }
 
 /* ---- Working memory ----
@@ -539,6 +705,7 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
         B.acc = (uint64_t *)(void *)at[PART_ACC];
         for (s = 0; s < x_table_len; s++)
             B.x_table[s] = okpu_asr64(a->arg_x * (int64_t)s, a->shr_x);
+        act_fast_init(&L.act, L.act_sorted, &B.act);
         if (!a->depthwise)
             x_term_all_channels(&L, &B);
     }
