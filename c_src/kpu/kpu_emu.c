@@ -423,6 +423,113 @@ static int64_t w_term(const emu_layer *L, uint32_t oc, int64_t *sum_all)
     return total + a->arg_add * (int64_t)L->g_ic;
 }
 
+/* ---- 8-bit accumulation ----
+ * In 8-bit mode every product is at most 255 * 255 and a whole output value at most 1024 * 9 * 65025 < 2^32, so the
+ * sums are uint32 throughout. The taps are taken in pairs (u, v) with weights (wu, wv): on x86-64 SSE2's pmaddwd
+ * multiplies 16-bit pairs and adds each pair into 32 bits (all operands <= 255, so its signed arithmetic is exact and
+ * a 32-bit add is the uint32 add); elsewhere the same sums in plain C. SSE2 is part of every x86-64. */
+
+#define MAX_PAIRS 8
+
+typedef struct tap_pairs {
+    const uint8_t *u[MAX_PAIRS], *v[MAX_PAIRS];
+    uint32_t wu[MAX_PAIRS], wv[MAX_PAIRS];
+    int n;
+} tap_pairs;
+
+static void pair_add(tap_pairs *P, const uint8_t *u, uint32_t wu, const uint8_t *v, uint32_t wv)
+{
+    P->u[P->n] = u;
+    P->v[P->n] = v;
+    P->wu[P->n] = wu;
+    P->wv[P->n] = wv;
+    P->n++;
+}
+
+#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) /* -DOKPU_EMU_PORTABLE tests the C path on x86 */
+#include <emmintrin.h>
+
+static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
+{
+    const __m128i zero = _mm_setzero_si128();
+    __m128i w[MAX_PAIRS];
+    size_t x = 0;
+    int j;
+
+    for (j = 0; j < P->n; j++)
+        w[j] = _mm_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
+    for (; x + 8 <= n; x += 8) {
+        __m128i s0 = _mm_setzero_si128(), s1 = _mm_setzero_si128();
+        for (j = 0; j < P->n; j++) {
+            const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->u[j] + x)), zero);
+            const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->v[j] + x)), zero);
+            s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), w[j]));
+            s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), w[j]));
+        }
+        _mm_storeu_si128((__m128i *)(void *)(acc + x),
+                         _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x)), s0));
+        _mm_storeu_si128((__m128i *)(void *)(acc + x + 4),
+                         _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x + 4)), s1));
+    }
+    for (; x < n; x++) {
+        uint32_t sum = 0;
+        for (j = 0; j < P->n; j++)
+            sum += P->wu[j] * P->u[j][x] + P->wv[j] * P->v[j][x];
+        acc[x] += sum;
+    }
+}
+#else
+static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
+{
+    size_t x;
+    int j;
+
+    for (j = 0; j < P->n; j++) {
+        const uint8_t *u = P->u[j], *v = P->v[j];
+        const uint32_t wu = P->wu[j], wv = P->wv[j];
+        for (x = 0; x < n; x++)
+            acc[x] += wu * u[x] + wv * v[x];
+    }
+}
+#endif
+
+static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const fast_bufs *B)
+{
+    uint32_t *acc = (uint32_t *)(void *)B->acc;
+    const uint8_t *wt;
+    tap_pairs P;
+    uint32_t i = 0;
+
+    memset(acc, 0, span * sizeof *acc);
+    if (L->k == 3) {
+        for (i = 0; i < L->g_ic; i++) {
+            const uint8_t *r0 = L->in + (size_t)input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+            const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+            wt = L->weights + weight_index(L, oc, i);
+            P.n = 0;
+            pair_add(&P, r0, wt[0], r0 + 1, wt[1]);
+            pair_add(&P, r0 + 2, wt[2], r1, wt[3]);
+            pair_add(&P, r1 + 1, wt[4], r1 + 2, wt[5]);
+            pair_add(&P, r2, wt[6], r2 + 1, wt[7]);
+            pair_add(&P, r2 + 2, wt[8], r2 + 2, 0);
+            acc_pairs(acc, &P, span);
+        }
+        return;
+    }
+    while (i < L->g_ic) {
+        const uint8_t *p0 = L->in + (size_t)input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+        wt = L->weights + weight_index(L, oc, i);
+        P.n = 0;
+        for (; i + 2 <= L->g_ic && P.n < MAX_PAIRS; i += 2, p0 += 2 * L->plane, wt += 2)
+            pair_add(&P, p0, wt[0], p0 + L->plane, wt[1]);
+        if (i + 1 == L->g_ic && P.n < MAX_PAIRS) {
+            pair_add(&P, p0, wt[0], p0, 0);
+            i++;
+        }
+        acc_pairs(acc, &P, span);
+    }
+}
+
 /* Accumulate sum(x*w) over a run of `span` pixels starting at output row y0. A 3x3 conv takes its nine taps in one
  * pass (one accumulator update per pixel per input channel); a 1x1 conv takes four input channels per pass. Nine
  * or four products of at most 255 * 65535 stay below 2^32, so each pass sums in uint32. */
@@ -491,7 +598,10 @@ static void conv_fast_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_
     uint8_t *out = L->activated + (size_t)y0 * L->w;
     size_t x;
 
-    accumulate_span(L, oc, y0, span, B);
+    if (L->eight_bit)
+        accumulate_span8(L, oc, y0, span, B);
+    else
+        accumulate_span(L, oc, y0, span, B);
     if (!bf->usable) {
         for (x = x_first; x < span; x += x_step) {
             int64_t sum_xw = L->eight_bit ? (int64_t)acc32[x] : (int64_t)B->acc[x];
