@@ -59,11 +59,11 @@ static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act
 }
 
 /* ---- Batch norm + activation without the wrapping helpers ----
- * bn_act above is exact for every alu. When a layer's alu range (known per output channel before its plane is
- * computed: sum(x*w) lies in [0, 255 * sum(w)], the x-offset term between the plane's minimum and maximum, the
- * w-offset term is one number) keeps every intermediate below 2^61 in magnitude, plain int64 arithmetic computes the
- * same value with no wrap, and the floor shifts become one add and one logical shift. A channel whose range does
- * not allow that (or an unsorted activation table, or a shift above 62) takes bn_act. */
+ * bn_act above is exact for every alu. An output channel's accumulators are all computed before its batch norm, so
+ * the range of its alu values is known: when that range keeps every intermediate below 2^61 in magnitude, plain int64
+ * arithmetic computes the same value with no wrap, the floor shifts become one add and one logical shift, and the
+ * segment search covers only the segments that range reaches (often one or two). A channel whose range does not
+ * allow that (or an unsorted activation table, or a shift above 62) takes bn_act. */
 
 #define FAST_LIMIT ((int64_t)1 << 61)
 #define FLOOR_BIAS ((uint64_t)1 << 62)
@@ -76,7 +76,7 @@ static inline int64_t floor_shift(int64_t v, unsigned s)
 
 typedef struct act_fast {
     int usable;          /* x_start sorted and every shift <= 62 */
-    int64_t x_start[16];
+    int64_t x_start[32]; /* 16..31: INT64_MAX, so a search from any segment stops inside the table */
     int64_t y_mul[16];
     int64_t half[16];    /* 2^(s-1), 0 for s = 0 */
     int64_t round_en[16]; /* 1 when s >= 1 (a shift of 0 rounds nothing) */
@@ -89,6 +89,8 @@ typedef struct bn_fast {
     int usable; /* this channel's alu range keeps the arithmetic below FAST_LIMIT */
     int64_t mul, add;
     unsigned shift;
+    int first;  /* segment of the smallest y the channel reaches */
+    int steps;  /* binary search steps over the segments it can reach (0: one segment) */
 } bn_fast;
 
 static void act_fast_init(const kpu_act *act, int act_sorted, act_fast *f)
@@ -96,6 +98,8 @@ static void act_fast_init(const kpu_act *act, int act_sorted, act_fast *f)
     int i;
 
     f->usable = act_sorted;
+    for (i = 16; i < 32; i++)
+        f->x_start[i] = INT64_MAX;
     for (i = 0; i < 16; i++) {
         const unsigned s = act->shift[i];
         f->x_start[i] = act->x_start[i];
@@ -123,7 +127,7 @@ static void bn_fast_init(const kpu_bn *bn, const act_fast *af, int64_t lo, int64
 {
     const int64_t limit = (int64_t)1 << 37; /* |alu| <= 2^37 and |norm_mul| <= 2^23: |alu * norm_mul| <= 2^60 */
     int64_t y0, y1, ylo, yhi;
-    int i;
+    int i, last;
 
     f->usable = 0;
     f->mul = bn->norm_mul;
@@ -141,6 +145,15 @@ static void bn_fast_init(const kpu_bn *bn, const act_fast *af, int64_t lo, int64
         if (m != 0 && d > (FAST_LIMIT - 1) / m)
             return;
     }
+    /* Segments are chosen by y > x_start (sorted): every y in [ylo, yhi] takes one of first..last. */
+    f->first = 0;
+    last = 0;
+    for (i = 1; i < 16; i++) {
+        f->first = ylo > af->x_start[i] ? i : f->first;
+        last = yhi > af->x_start[i] ? i : last;
+    }
+    for (f->steps = 0; (1 << f->steps) < last - f->first + 1; f->steps++)
+        ;
     f->usable = 1;
 }
 
@@ -149,12 +162,25 @@ static inline uint8_t bn_act_fast(int64_t alu, const bn_fast *b, const act_fast 
 {
     const int64_t y = floor_shift(alu * b->mul, b->shift) + b->add;
     int64_t d, r, q;
-    int i = 0;
+    int i = b->first;
 
-    i += y > A->x_start[i + 8] ? 8 : 0;
-    i += y > A->x_start[i + 4] ? 4 : 0;
-    i += y > A->x_start[i + 2] ? 2 : 0;
-    i += y > A->x_start[i + 1] ? 1 : 0;
+    /* the largest segment i in first..first + 2^steps - 1 with y > x_start[i] (y > x_start[first] holds) */
+    switch (b->steps) {
+    case 4:
+        i += y > A->x_start[i + 8] ? 8 : 0;
+        /* fall through */
+    case 3:
+        i += y > A->x_start[i + 4] ? 4 : 0;
+        /* fall through */
+    case 2:
+        i += y > A->x_start[i + 2] ? 2 : 0;
+        /* fall through */
+    case 1:
+        i += y > A->x_start[i + 1] ? 1 : 0;
+        /* fall through */
+    default:
+        break;
+    }
     d = (y - A->x_start[i]) * A->y_mul[i];
     if (mode == OKPU_ROUND_HALF_UP) {
         r = floor_shift(d + A->half[i], A->shift[i]);
@@ -316,23 +342,8 @@ typedef struct fast_bufs {
     uint32_t *box;       /* w x h: one channel's tap sums */
     uint32_t *col;       /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;       /* w x h accumulators (used as uint32 in 8-bit mode) */
-    int64_t x_min, x_max; /* range of x_term over the plane */
     act_fast act;        /* the layer's activation table for bn_act_fast */
 } fast_bufs;
-
-static void x_term_range(const emu_layer *L, fast_bufs *B)
-{
-    const size_t n = (size_t)L->w * L->h;
-    int64_t lo = B->x_term[0], hi = B->x_term[0];
-    size_t p;
-
-    for (p = 1; p < n; p++) {
-        lo = B->x_term[p] < lo ? B->x_term[p] : lo;
-        hi = B->x_term[p] > hi ? B->x_term[p] : hi;
-    }
-    B->x_min = lo;
-    B->x_max = hi;
-}
 
 /* Tap sums sum(x) of channel c at every pixel (pad taps included). */
 static void channel_box_sums(const emu_layer *L, uint32_t c, const fast_bufs *B)
@@ -356,14 +367,13 @@ static void channel_box_sums(const emu_layer *L, uint32_t c, const fast_bufs *B)
 }
 
 /* The x-offset plane of a non-depthwise layer: per input channel floored terms, or one floor of the total. */
-static void x_term_all_channels(const emu_layer *L, fast_bufs *B)
+static void x_term_all_channels(const emu_layer *L, const fast_bufs *B)
 {
     const size_t n = (size_t)L->w * L->h;
     size_t p;
     uint32_t c;
 
     memset(B->x_term, 0, n * sizeof *B->x_term);
-    B->x_min = B->x_max = 0;
     if (L->a->arg_x == 0)
         return;
     for (c = 0; c < L->ic; c++) {
@@ -378,41 +388,35 @@ static void x_term_all_channels(const emu_layer *L, fast_bufs *B)
     if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
         for (p = 0; p < n; p++)
             B->x_term[p] = okpu_asr64(L->a->arg_x * B->x_term[p], L->a->shr_x);
-    x_term_range(L, B);
 }
 
 /* Depthwise: one channel, so both offset modes give floor(arg_x * sum(x) / 2^shr_x). */
-static void x_term_one_channel(const emu_layer *L, uint32_t c, fast_bufs *B)
+static void x_term_one_channel(const emu_layer *L, uint32_t c, const fast_bufs *B)
 {
     const size_t n = (size_t)L->w * L->h;
     size_t p;
 
     if (L->a->arg_x == 0) {
         memset(B->x_term, 0, n * sizeof *B->x_term);
-        B->x_min = B->x_max = 0;
-        return;
+            return;
     }
     channel_box_sums(L, c, B);
     for (p = 0; p < n; p++)
         B->x_term[p] = B->x_table[B->box[p]];
-    x_term_range(L, B);
 }
 
-/* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. *sum_all gets the sum of
- * all its weights (sum(x*w) <= 255 * that). */
-static int64_t w_term(const emu_layer *L, uint32_t oc, int64_t *sum_all)
+/* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. */
+static int64_t w_term(const emu_layer *L, uint32_t oc)
 {
     const kpu_args *a = L->a;
     int64_t total = 0, all_w = 0;
     uint32_t i, t;
 
-    *sum_all = 0;
     for (i = 0; i < L->g_ic; i++) {
         const size_t w0 = weight_index(L, oc, i);
         int64_t sum_w = 0;
         for (t = 0; t < L->kk; t++)
             sum_w += weight_at(L, w0 + t);
-        *sum_all += sum_w;
         if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
             total += okpu_asr64(a->arg_w * sum_w, a->shr_w);
         else
@@ -495,7 +499,7 @@ static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
 
 static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const fast_bufs *B)
 {
-    uint32_t *acc = (uint32_t *)(void *)B->acc;
+    uint32_t *acc = (uint32_t *)(void *)B->acc + (size_t)y0 * L->w;
     const uint8_t *wt;
     tap_pairs P;
     uint32_t i = 0;
@@ -535,8 +539,8 @@ static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint3
  * or four products of at most 255 * 65535 stay below 2^32, so each pass sums in uint32. */
 static void accumulate_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const fast_bufs *B)
 {
-    uint32_t *acc32 = (uint32_t *)(void *)B->acc;
-    uint64_t *acc64 = B->acc;
+    uint32_t *acc32 = (uint32_t *)(void *)B->acc + (size_t)y0 * L->w;
+    uint64_t *acc64 = B->acc + (size_t)y0 * L->w;
     uint32_t i = 0, x, t;
 
     if (L->eight_bit)
@@ -588,72 +592,118 @@ static void accumulate_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32
     }
 }
 
-/* One run of output channel oc: accumulate, then BN and activation of the pixels x_first, x_first + x_step, ...
- * (a pick pool reads only those). */
-static void conv_fast_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, uint32_t x_first,
-                           uint32_t x_step, int64_t w_const, const kpu_bn *bn, const bn_fast *bf, const fast_bufs *B)
-{
-    const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
-    const int64_t *xt = B->x_term + (size_t)y0 * L->w;
-    uint8_t *out = L->activated + (size_t)y0 * L->w;
-    size_t x;
+/* The pixels of output channel oc the pool reads, as runs: a pick pool reads one pixel per stride x stride window
+ * (rows 0, s, 2s..., columns x_first, x_first + s, ...); otherwise every row (1x1: the whole plane is one run). */
+typedef struct runs {
+    uint32_t count, row_step, span, x_first, x_step;
+} runs;
 
-    if (L->eight_bit)
-        accumulate_span8(L, oc, y0, span, B);
-    else
-        accumulate_span(L, oc, y0, span, B);
-    if (!bf->usable) {
-        for (x = x_first; x < span; x += x_step) {
-            int64_t sum_xw = L->eight_bit ? (int64_t)acc32[x] : (int64_t)B->acc[x];
-            out[x] = bn_act(sum_xw + xt[x] + w_const, bn, &L->act, L->act_sorted, L->round);
-        }
-        return;
-    }
-#define BN_LOOP(ACC, MODE)                                                                                        \
-    for (x = x_first; x < span; x += x_step)                                                                     \
-        out[x] = bn_act_fast((int64_t)(ACC)[x] + xt[x] + w_const, bf, &B->act, MODE)
-    if (L->eight_bit) {
-        if (L->round == OKPU_ROUND_HALF_UP)
-            BN_LOOP(acc32, OKPU_ROUND_HALF_UP);
-        else if (L->round == OKPU_ROUND_SDK_CARRY)
-            BN_LOOP(acc32, OKPU_ROUND_SDK_CARRY);
-        else
-            BN_LOOP(acc32, OKPU_ROUND_HALF_EVEN);
-    } else {
-        if (L->round == OKPU_ROUND_HALF_UP)
-            BN_LOOP(B->acc, OKPU_ROUND_HALF_UP);
-        else if (L->round == OKPU_ROUND_SDK_CARRY)
-            BN_LOOP(B->acc, OKPU_ROUND_SDK_CARRY);
-        else
-            BN_LOOP(B->acc, OKPU_ROUND_HALF_EVEN);
-    }
-#undef BN_LOOP
-}
-
-static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bufs *B)
+static runs plane_runs(const emu_layer *L)
 {
     const unsigned pool = L->a->pool_type;
-    int64_t sum_all;
-    const int64_t w_const = w_term(L, oc, &sum_all);
+    runs R;
+
+    if (pool >= 5 && pool <= 7) {
+        const uint32_t s = kpu_pool_stride(pool);
+        R.count = L->h / s;
+        R.row_step = s;
+        R.span = L->w / s * s;
+        R.x_first = pool == 6 ? 1u : 0u;
+        R.x_step = s;
+    } else if (L->k == 1) {
+        R.count = 1;
+        R.row_step = 1;
+        R.span = L->w * L->h;
+        R.x_first = 0;
+        R.x_step = 1;
+    } else {
+        R.count = L->h;
+        R.row_step = 1;
+        R.span = L->w;
+        R.x_first = 0;
+        R.x_step = 1;
+    }
+    return R;
+}
+
+/* Range of alu = sum(x*w) + x_term + w_const over the pixels of R. */
+static void alu_range(const emu_layer *L, const fast_bufs *B, const runs *R, int64_t w_const, int64_t *lo,
+                      int64_t *hi)
+{
+    const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    uint32_t r;
+    size_t x;
+
+    for (r = 0; r < R->count; r++) {
+        const size_t first = (size_t)r * R->row_step * L->w;
+        for (x = R->x_first; x < R->span; x += R->x_step) {
+            const int64_t v = (L->eight_bit ? (int64_t)acc32[first + x] : (int64_t)B->acc[first + x]) +
+                              B->x_term[first + x];
+            mn = v < mn ? v : mn;
+            mx = v > mx ? v : mx;
+        }
+    }
+    *lo = mn + w_const;
+    *hi = mx + w_const;
+}
+
+/* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
+static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bufs *B)
+{
+    const runs R = plane_runs(L);
+    const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
+    const int64_t w_const = w_term(L, oc);
+    int64_t lo, hi;
     bn_fast bf;
-    uint32_t y;
+    uint32_t r;
+    size_t x;
 
     if (L->a->depthwise)
         x_term_one_channel(L, oc, B);
-    /* alu = sum(x*w) + x_term + w_const with 0 <= sum(x*w) <= 255 * sum_all; every term is far inside int64 */
-    bn_fast_init(bn, &B->act, w_const + B->x_min, w_const + B->x_max + 255 * sum_all, &bf);
-    if (pool >= 5 && pool <= 7) {
-        /* A pick pool reads one pixel per stride x stride window: compute only those rows and columns. */
-        const uint32_t s = kpu_pool_stride(pool), used_w = L->w / s * s;
-        for (y = 0; y < L->h / s * s; y += s)
-            conv_fast_span(L, oc, y, used_w, pool == 6 ? 1u : 0u, s, w_const, bn, &bf, B);
-        return;
+    for (r = 0; r < R.count; r++) {
+        if (L->eight_bit)
+            accumulate_span8(L, oc, r * R.row_step, R.span, B);
+        else
+            accumulate_span(L, oc, r * R.row_step, R.span, B);
     }
-    if (L->k == 1) /* no padding: the whole plane is one run */
-        conv_fast_span(L, oc, 0, L->w * L->h, 0, 1, w_const, bn, &bf, B);
-    else
-        for (y = 0; y < L->h; y++)
-            conv_fast_span(L, oc, y, L->w, 0, 1, w_const, bn, &bf, B);
+    memset(&bf, 0, sizeof bf);
+    if (B->act.usable && R.count > 0 && R.span > R.x_first) {
+        alu_range(L, B, &R, w_const, &lo, &hi);
+        bn_fast_init(bn, &B->act, lo, hi, &bf);
+    }
+    for (r = 0; r < R.count; r++) {
+        const size_t first = (size_t)r * R.row_step * L->w;
+        const uint32_t *a32 = acc32 + first;
+        const uint64_t *a64 = B->acc + first;
+        const int64_t *xt = B->x_term + first;
+        uint8_t *out = L->activated + first;
+        if (!bf.usable) {
+            for (x = R.x_first; x < R.span; x += R.x_step)
+                out[x] = bn_act((L->eight_bit ? (int64_t)a32[x] : (int64_t)a64[x]) + xt[x] + w_const, bn, &L->act,
+                                L->act_sorted, L->round);
+            continue;
+        }
+#define BN_LOOP(ACC, MODE)                                                                                        \
+    for (x = R.x_first; x < R.span; x += R.x_step)                                                              \
+        out[x] = bn_act_fast((int64_t)(ACC)[x] + xt[x] + w_const, &bf, &B->act, MODE)
+        if (L->eight_bit) {
+            if (L->round == OKPU_ROUND_HALF_UP)
+                BN_LOOP(a32, OKPU_ROUND_HALF_UP);
+            else if (L->round == OKPU_ROUND_SDK_CARRY)
+                BN_LOOP(a32, OKPU_ROUND_SDK_CARRY);
+            else
+                BN_LOOP(a32, OKPU_ROUND_HALF_EVEN);
+        } else {
+            if (L->round == OKPU_ROUND_HALF_UP)
+                BN_LOOP(a64, OKPU_ROUND_HALF_UP);
+            else if (L->round == OKPU_ROUND_SDK_CARRY)
+                BN_LOOP(a64, OKPU_ROUND_SDK_CARRY);
+            else
+                BN_LOOP(a64, OKPU_ROUND_HALF_EVEN);
+        }
+#undef BN_LOOP
+    }
 }
 
 /* ---- Working memory ----
