@@ -19,6 +19,18 @@
 #include "kpu_backend.h"
 #include "kpu_layout.h"
 
+/* The w-offset terms of one prepared layer, per output channel (see "Working memory"). The key is everything the
+ * terms depend on. */
+typedef struct w_terms {
+    const uint8_t *weights;
+    int eight_bit;
+    uint32_t oc, g_ic, kk;
+    int32_t arg_w;
+    unsigned shr_w;
+    int64_t arg_add;
+    int64_t *term; /* oc entries */
+} w_terms;
+
 typedef struct kpu_emu {
     kpu_backend base; /* first, so the backend pointer is the emulator pointer */
     okpu_options opts;
@@ -27,6 +39,8 @@ typedef struct kpu_emu {
     int owns_ram;     /* 0 when the RAM belongs to a board model (kpu_emu_create_on_ram) */
     uint8_t *scratch; /* working memory for the largest layer prepared (see "Working memory"), freed by destroy */
     size_t scratch_size;
+    w_terms *wt;      /* the prepared layers' w-offset terms (fast path only) */
+    size_t wt_count, wt_cap, wt_bytes;
 } kpu_emu;
 
 /* Batch norm then activation of one accumulator (docs/kpu-reference.md sections 4.2, 4.3). A real layer's alu stays far
@@ -342,6 +356,7 @@ typedef struct fast_bufs {
     uint32_t *box;       /* w x h: one channel's tap sums */
     uint32_t *col;       /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;       /* w x h accumulators (used as uint32 in 8-bit mode) */
+    const int64_t *w_const; /* oc: the w-offset terms and arg_add of each output channel */
     act_fast act;        /* the layer's activation table for bn_act_fast */
 } fast_bufs;
 
@@ -654,7 +669,7 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bu
 {
     const runs R = plane_runs(L);
     const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
-    const int64_t w_const = w_term(L, oc);
+    const int64_t w_const = B->w_const[oc];
     int64_t lo, hi;
     bn_fast bf;
     uint32_t r;
@@ -712,9 +727,23 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bu
  * takes it, so a model's forward pass never allocates. run_layer carves the block into the parts below. A caller
  * that runs a layer no prepare covered (the virtual board's register block calls prepare itself; the transitional
  * LEGACY reader steps and a test driving the backend by hand do not) gets the same memory taken on that run:
- * run_layer prepares the job itself, which is the only allocation it can make. */
+ * run_layer prepares the job itself, which is the only allocation it can make.
+ * Beside the block, prepare computes each layer's w-offset terms (one int64 per output channel: they depend only on
+ * the weights and the layer's arguments) once, kept until destroy and counted in scratch_bytes; a layer no prepare
+ * covered computes them into the block's PART_W_TERM on each run. */
 
-enum { PART_IN, PART_ACTIVATED, PART_OUT, PART_X_TERM, PART_X_TABLE, PART_BOX, PART_COL, PART_ACC, PART_COUNT };
+enum {
+    PART_IN,
+    PART_ACTIVATED,
+    PART_OUT,
+    PART_X_TERM,
+    PART_X_TABLE,
+    PART_BOX,
+    PART_COL,
+    PART_ACC,
+    PART_W_TERM, /* the w-offset terms of a layer no prepare covered */
+    PART_COUNT
+};
 
 static uint64_t align8(uint64_t n)
 {
@@ -743,6 +772,7 @@ static int scratch_parts(const kpu_emu *e, const kpu_args *a, int layer, uint64_
         bad |= okpu_mul_ovf(n, sizeof(uint32_t), OKPU_SIZE_LIMIT, &part[PART_BOX]);
         part[PART_COL] = (w + 2u) * sizeof(uint32_t);
         bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
+        part[PART_W_TERM] = (uint64_t)a->out_channels * sizeof(int64_t);
     }
     *total = 0;
     for (i = 0; i < PART_COUNT && !bad; i++) {
@@ -763,14 +793,98 @@ static int reserve_scratch(kpu_emu *e, uint64_t bytes, int layer, okpu_error *er
         return OKPU_OK;
     okpu_free(e->opts.allocator, e->scratch, e->scratch_size);
     e->scratch_size = 0;
-    e->base.scratch_bytes = 0;
+    e->base.scratch_bytes = e->wt_bytes;
     e->scratch = okpu_alloc(e->opts.allocator, (size_t)bytes);
     if (!e->scratch)
         return okpu_fail(err, OKPU_ERR_NO_MEM, layer, -1,
                          "layer %d: no memory for the KPU emulator's %lu-byte work area", layer,
                          (unsigned long)bytes);
     e->scratch_size = (size_t)bytes;
-    e->base.scratch_bytes = e->scratch_size;
+    e->base.scratch_bytes = e->scratch_size + e->wt_bytes;
+    return OKPU_OK;
+}
+
+/* The w-offset term of every output channel of the layer into out[0..oc). */
+static void w_terms_fill(const kpu_emu *e, const kpu_layer_job *job, int64_t *out)
+{
+    emu_layer L;
+    uint32_t oc;
+
+    memset(&L, 0, sizeof L);
+    L.a = &job->args;
+    L.weights = job->weights;
+    L.eight_bit = job->eight_bit;
+    L.g_ic = job->args.depthwise ? 1u : job->args.in_channels;
+    L.kk = kpu_kernel_size(&job->args) * kpu_kernel_size(&job->args);
+    L.offset_mode = e->opts.conv_offset;
+    for (oc = 0; oc < job->args.out_channels; oc++)
+        out[oc] = w_term(&L, oc);
+}
+
+static w_terms *w_terms_find(const kpu_emu *e, const kpu_layer_job *job)
+{
+    const kpu_args *a = &job->args;
+    size_t i;
+
+    for (i = 0; i < e->wt_count; i++) {
+        w_terms *t = &e->wt[i];
+        if (t->weights == job->weights && t->eight_bit == job->eight_bit && t->oc == a->out_channels &&
+            t->g_ic == (a->depthwise ? 1u : a->in_channels) && t->kk == kpu_kernel_size(a) * kpu_kernel_size(a) &&
+            t->arg_w == a->arg_w && t->shr_w == a->shr_w && t->arg_add == a->arg_add)
+            return t;
+    }
+    return NULL;
+}
+
+/* At most this many layers keep their terms (a virtual board running one model after another would otherwise grow
+ * the list without end); a layer past it computes them on each run. */
+#define W_TERMS_MAX 4096u
+
+/* Compute the layer's w-offset terms once, at prepare; a layer prepared again (the virtual board prepares before
+ * every run, and its weights may have changed) recomputes them in place. */
+static int w_terms_prepare(kpu_emu *e, const kpu_layer_job *job, okpu_error *err)
+{
+    const kpu_args *a = &job->args;
+    const size_t bytes = (size_t)a->out_channels * sizeof(int64_t); /* out_channels <= 1024: kpu_args_check */
+    w_terms *t = w_terms_find(e, job);
+
+    if (t) {
+        w_terms_fill(e, job, t->term);
+        return OKPU_OK;
+    }
+    if (e->wt_count >= W_TERMS_MAX || !job->weights)
+        return OKPU_OK;
+    if (e->wt_count == e->wt_cap) {
+        const size_t cap = e->wt_cap ? 2 * e->wt_cap : 32;
+        w_terms *grown = okpu_alloc(e->opts.allocator, cap * sizeof *grown); /* cap <= 2 * W_TERMS_MAX */
+        if (!grown)
+            return okpu_fail(err, OKPU_ERR_NO_MEM, job->layer, -1,
+                             "layer %d: no memory for the KPU emulator's table of weight terms", job->layer);
+        if (e->wt_count)
+            memcpy(grown, e->wt, e->wt_count * sizeof *grown);
+        okpu_free(e->opts.allocator, e->wt, e->wt_cap * sizeof *e->wt);
+        e->wt_bytes = e->wt_bytes - e->wt_cap * sizeof *e->wt + cap * sizeof *grown;
+        e->wt = grown;
+        e->wt_cap = cap;
+    }
+    t = &e->wt[e->wt_count];
+    t->term = okpu_alloc(e->opts.allocator, bytes);
+    if (!t->term)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, job->layer, -1,
+                         "layer %d: no memory for the KPU emulator's %lu bytes of weight terms", job->layer,
+                         (unsigned long)bytes);
+    t->weights = job->weights;
+    t->eight_bit = job->eight_bit;
+    t->oc = a->out_channels;
+    t->g_ic = a->depthwise ? 1u : a->in_channels;
+    t->kk = kpu_kernel_size(a) * kpu_kernel_size(a);
+    t->arg_w = a->arg_w;
+    t->shr_w = a->shr_w;
+    t->arg_add = a->arg_add;
+    w_terms_fill(e, job, t->term);
+    e->wt_count++;
+    e->wt_bytes += bytes;
+    e->base.scratch_bytes = e->scratch_size + e->wt_bytes;
     return OKPU_OK;
 }
 
@@ -781,9 +895,10 @@ static int emu_prepare(kpu_backend *self, const kpu_layer_job *job, okpu_error *
     int rc;
 
     if ((rc = kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK ||
-        (rc = scratch_parts(e, &job->args, job->layer, part, &total, err)) != OKPU_OK)
+        (rc = scratch_parts(e, &job->args, job->layer, part, &total, err)) != OKPU_OK ||
+        (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
         return rc;
-    return reserve_scratch(e, total, job->layer, err);
+    return e->reference ? OKPU_OK : w_terms_prepare(e, job, err);
 }
 
 /* Copy the input map out of KPU RAM into ic planes, each with a `pad`-wide border of pad_value. */
@@ -864,6 +979,16 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
         B.box = (uint32_t *)(void *)at[PART_BOX];
         B.col = (uint32_t *)(void *)at[PART_COL];
         B.acc = (uint64_t *)(void *)at[PART_ACC];
+        {
+            const w_terms *t = w_terms_find(e, job);
+            int64_t *fresh = (int64_t *)(void *)at[PART_W_TERM];
+            if (t) {
+                B.w_const = t->term;
+            } else {
+                w_terms_fill(e, job, fresh);
+                B.w_const = fresh;
+            }
+        }
         for (s = 0; s < x_table_len; s++)
             B.x_table[s] = okpu_asr64(a->arg_x * (int64_t)s, a->shr_x);
         act_fast_init(&L.act, L.act_sorted, &B.act);
@@ -893,12 +1018,16 @@ static void emu_destroy(kpu_backend *self)
     kpu_emu *e = (kpu_emu *)(void *)self;
     const okpu_allocator *alloc;
     okpu_allocator copy;
+    size_t i;
 
     if (!e)
         return;
     copy = e->allocator;
     alloc = e->opts.allocator ? &copy : NULL;
     okpu_free(alloc, e->scratch, e->scratch_size);
+    for (i = 0; i < e->wt_count; i++)
+        okpu_free(alloc, e->wt[i].term, (size_t)e->wt[i].oc * sizeof(int64_t));
+    okpu_free(alloc, e->wt, e->wt_cap * sizeof *e->wt);
     if (e->owns_ram)
         okpu_free(alloc, e->base.ram, OKPU_KPU_RAM_SIZE);
     okpu_free(alloc, e, sizeof *e);
