@@ -93,6 +93,8 @@ typedef struct act_fast {
     int64_t x_start[32]; /* 16..31: INT64_MAX, so a search from any segment stops inside the table */
     int64_t y_mul[16];
     int64_t half[16];    /* 2^(s-1), 0 for s = 0 */
+    int64_t half_m1[16]; /* 2^(s-1) - 1, 0 for s = 0 */
+    uint64_t odd_bit[16]; /* 2^s: the bit of d that is the lowest of floor(d / 2^s); 0 for s = 0 (no rounding) */
     int64_t round_en[16]; /* 1 when s >= 1 (a shift of 0 rounds nothing) */
     unsigned shift[16];
     unsigned shift_m1[16]; /* s - 1 (SDK carry), 0 for s = 0 */
@@ -125,6 +127,8 @@ static void act_fast_init(const kpu_act *act, int act_sorted, act_fast *f)
             f->shift[i] = 0;
         }
         f->half[i] = s >= 1u && s <= 62u ? (int64_t)1 << (s - 1u) : 0;
+        f->half_m1[i] = f->half[i] ? f->half[i] - 1 : 0;
+        f->odd_bit[i] = s >= 1u && s <= 62u ? (uint64_t)1 << s : 0u;
         f->round_en[i] = s >= 1u ? 1 : 0;
         f->shift_m1[i] = s >= 1u && s <= 62u ? s - 1u : 0u;
     }
@@ -203,10 +207,10 @@ static inline uint8_t bn_act_fast(int64_t alu, const bn_fast *b, const act_fast 
         q = floor_shift(t, 1);
         r = !A->round_en[i] ? d : ((uint64_t)t & 1u) ? (t >= 0 ? q + 1 : q - 1) : q;
     } else {
-        int64_t rem;
-        q = floor_shift(d, A->shift[i]);
-        rem = d - q * ((int64_t)1 << A->shift[i]); /* |q * 2^s| < 2^62 */
-        r = q + (A->round_en[i] & (int64_t)((rem > A->half[i]) | ((rem == A->half[i]) & (int)((uint64_t)q & 1u))));
+        /* ties to even: floor((d + 2^(s-1) - 1 + (floor(d / 2^s) & 1)) / 2^s); the added bit makes a tie round up
+         * exactly when the quotient is odd. |d| + 2^(s-1) < 2^62. */
+        const int64_t odd = ((uint64_t)d & A->odd_bit[i]) != 0;
+        r = floor_shift(d + A->half_m1[i] + odd, A->shift[i]);
     }
     if (r >= 255)
         return 255;
@@ -612,6 +616,8 @@ static void accumulate_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32
  * (rows 0, s, 2s..., columns x_first, x_first + s, ...); otherwise every row (1x1: the whole plane is one run). */
 typedef struct runs {
     uint32_t count, row_step, span, x_first, x_step;
+    size_t acc_row; /* accumulators between the starts of consecutive runs */
+    int whole;      /* 8-bit 3x3: the accumulators of all rows in one pass (see plane_runs) */
 } runs;
 
 static runs plane_runs(const emu_layer *L)
@@ -619,6 +625,8 @@ static runs plane_runs(const emu_layer *L)
     const unsigned pool = L->a->pool_type;
     runs R;
 
+    R.whole = 0;
+    R.acc_row = (size_t)L->w;
     if (pool >= 5 && pool <= 7) {
         const uint32_t s = kpu_pool_stride(pool);
         R.count = L->h / s;
@@ -626,6 +634,7 @@ static runs plane_runs(const emu_layer *L)
         R.span = L->w / s * s;
         R.x_first = pool == 6 ? 1u : 0u;
         R.x_step = s;
+        R.acc_row = (size_t)s * L->w;
     } else if (L->k == 1) {
         R.count = 1;
         R.row_step = 1;
@@ -638,6 +647,14 @@ static runs plane_runs(const emu_layer *L)
         R.span = L->w;
         R.x_first = 0;
         R.x_step = 1;
+        /* In 8-bit mode a 3x3 conv runs over the padded planes as if they were one row of h * pitch - 2 pixels: the
+         * two extra accumulators per row (taps straddling the border) are computed and never read. One long run
+         * instead of h short ones, each with a tail that does not fill a vector. h * pitch - 2 <= 2 * w * h
+         * accumulators fit the uint32 view of the buffer. */
+        if (L->eight_bit) {
+            R.whole = 1;
+            R.acc_row = L->pitch;
+        }
     }
     return R;
 }
@@ -652,9 +669,9 @@ static void alu_range(const emu_layer *L, const fast_bufs *B, const runs *R, int
     size_t x;
 
     for (r = 0; r < R->count; r++) {
-        const size_t first = (size_t)r * R->row_step * L->w;
+        const size_t first = (size_t)r * R->row_step * L->w, acc_first = r * R->acc_row;
         for (x = R->x_first; x < R->span; x += R->x_step) {
-            const int64_t v = (L->eight_bit ? (int64_t)acc32[first + x] : (int64_t)B->acc[first + x]) +
+            const int64_t v = (L->eight_bit ? (int64_t)acc32[acc_first + x] : (int64_t)B->acc[acc_first + x]) +
                               B->x_term[first + x];
             mn = v < mn ? v : mn;
             mx = v > mx ? v : mx;
@@ -677,12 +694,15 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bu
 
     if (L->a->depthwise)
         x_term_one_channel(L, oc, B);
-    for (r = 0; r < R.count; r++) {
-        if (L->eight_bit)
-            accumulate_span8(L, oc, r * R.row_step, R.span, B);
-        else
-            accumulate_span(L, oc, r * R.row_step, R.span, B);
-    }
+    if (R.whole)
+        accumulate_span8(L, oc, 0, (L->h - 1) * L->pitch + L->w, B);
+    else
+        for (r = 0; r < R.count; r++) {
+            if (L->eight_bit)
+                accumulate_span8(L, oc, r * R.row_step, R.span, B);
+            else
+                accumulate_span(L, oc, r * R.row_step, R.span, B);
+        }
     memset(&bf, 0, sizeof bf);
     if (B->act.usable && R.count > 0 && R.span > R.x_first) {
         alu_range(L, B, &R, w_const, &lo, &hi);
@@ -690,8 +710,8 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bu
     }
     for (r = 0; r < R.count; r++) {
         const size_t first = (size_t)r * R.row_step * L->w;
-        const uint32_t *a32 = acc32 + first;
-        const uint64_t *a64 = B->acc + first;
+        const uint32_t *a32 = acc32 + r * R.acc_row;
+        const uint64_t *a64 = B->acc + r * R.acc_row;
         const int64_t *xt = B->x_term + first;
         uint8_t *out = L->activated + first;
         if (!bf.usable) {
