@@ -36,6 +36,7 @@ typedef struct kpu_emu {
     okpu_options opts;
     okpu_allocator allocator; /* copy of *opts->allocator; opts.allocator points here or is NULL */
     int reference;
+    int sse41;
     int owns_ram;     /* 0 when the RAM belongs to a board model (kpu_emu_create_on_ram) */
     uint8_t *scratch; /* working memory for the largest layer prepared (see "Working memory"), freed by destroy */
     size_t scratch_size;
@@ -107,6 +108,8 @@ typedef struct bn_fast {
     unsigned shift;
     int first;  /* segment of the smallest y the channel reaches */
     int steps;  /* binary search steps over the segments it can reach (0: one segment) */
+    int last;   /* segment of the largest */
+    int64_t ylo, yhi, alu_abs; /* range of y, largest |alu| */
 } bn_fast;
 
 static void act_fast_init(const kpu_act *act, int act_sorted, act_fast *f)
@@ -172,6 +175,10 @@ static void bn_fast_init(const kpu_bn *bn, const act_fast *af, int64_t lo, int64
     }
     for (f->steps = 0; (1 << f->steps) < last - f->first + 1; f->steps++)
         ;
+    f->last = last;
+    f->ylo = ylo;
+    f->yhi = yhi;
+    f->alu_abs = -lo > hi ? -lo : hi;
     f->usable = 1;
 }
 
@@ -218,6 +225,108 @@ static inline uint8_t bn_act_fast(int64_t alu, const bn_fast *b, const act_fast 
         return 0;
     return okpu_clamp_u8(r + A->bias[i]);
 }
+
+/* ---- Batch norm + activation, two values at a time (x86-64 with SSE4.1, checked at run time) ----
+ * The same integers in doubles: every value below is an integer (or an integer times a power of two) under 2^53 in
+ * magnitude, where double arithmetic is exact, so floor / nearest-even / +0.5 give bit for bit what the int64 code
+ * gives. bn_vec_init accepts a channel only when its alu range bounds every intermediate that way and it reaches at
+ * most four segments (chosen by compare and blend instead of a search). */
+#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
+#define EMU_SSE41 1
+#include <smmintrin.h>
+
+typedef struct bn_vec {
+    int usable, nseg;
+    double mul, add;                           /* norm_mul / 2^norm_shift, norm_add */
+    double xs[4], ym[4], sc[4], sc1[4], bias[4]; /* per reachable segment: x_start, y_mul, 2^-s, 2^-(s-1) (2 for s=0) */
+} bn_vec;
+
+#define EXACT_LIMIT ((int64_t)1 << 52)
+
+static double pow2_neg(unsigned s) /* 2^-s, exact for s <= 62 */
+{
+    return 1.0 / (double)((uint64_t)1 << s);
+}
+
+static void bn_vec_init(const bn_fast *bf, const act_fast *A, bn_vec *v)
+{
+    int j;
+
+    v->usable = 0;
+    if (!bf->usable || bf->last - bf->first >= 4)
+        return;
+    if (bf->mul != 0 && bf->alu_abs > (EXACT_LIMIT - 1) / (bf->mul < 0 ? -bf->mul : bf->mul))
+        return; /* |alu * norm_mul| < 2^52 */
+    for (j = 0; j <= bf->last - bf->first; j++) {
+        const int i = bf->first + j;
+        const int64_t d = abs_diff_max(bf->ylo, bf->yhi, A->x_start[i]);
+        const int64_t m = A->y_mul[i] < 0 ? -A->y_mul[i] : A->y_mul[i];
+        if (A->shift[i] > 52u || d >= EXACT_LIMIT || (m != 0 && d > (EXACT_LIMIT - 1) / m))
+            return; /* |d| < 2^52, and |d| + 2^(s-1) < 2^53 for half up */
+        v->xs[j] = (double)A->x_start[i];
+        v->ym[j] = (double)A->y_mul[i];
+        v->sc[j] = pow2_neg(A->shift[i]);
+        v->sc1[j] = A->shift[i] ? pow2_neg(A->shift[i] - 1u) : 2.0;
+        v->bias[j] = (double)A->bias[i];
+    }
+    v->nseg = bf->last - bf->first + 1;
+    v->mul = (double)bf->mul * pow2_neg(bf->shift); /* |norm_mul| < 2^24: exact */
+    v->add = (double)bf->add;
+    v->usable = 1;
+}
+
+/* out[x] for x in [0, n) from acc (uint32 or uint64 view) + xt + w_const; returns how many it did (an even count). */
+__attribute__((target("sse4.1"))) static size_t bn_row_sse41(const uint32_t *a32, const uint64_t *a64,
+                                                           const int64_t *xt, int64_t w_const, uint8_t *out, size_t n,
+                                                           const bn_vec *V, okpu_round_mode mode)
+{
+    const __m128i wc = _mm_set1_epi64x(w_const), magic_i = _mm_set1_epi64x(0x4338000000000000LL);
+    const __m128d magic = _mm_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
+    const __m128d mul = _mm_set1_pd(V->mul), add = _mm_set1_pd(V->add), half = _mm_set1_pd(0.5);
+    const __m128d zero = _mm_setzero_pd(), top = _mm_set1_pd(255.0), one = _mm_set1_pd(1.0);
+    size_t x = 0;
+    int j;
+
+    for (; x + 2 <= n; x += 2) {
+        __m128i acc = a32 ? _mm_unpacklo_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(a32 + x)),
+                                               _mm_setzero_si128())
+                          : _mm_loadu_si128((const __m128i *)(const void *)(a64 + x));
+        const __m128i alu_i = _mm_add_epi64(_mm_add_epi64(acc, _mm_loadu_si128((const __m128i *)(const void *)(xt + x))), wc);
+        /* int64 -> double for |v| < 2^51: v + 1.5 * 2^52 in the mantissa */
+        const __m128d alu = _mm_sub_pd(_mm_castsi128_pd(_mm_add_epi64(alu_i, magic_i)), magic);
+        const __m128d y = _mm_add_pd(_mm_floor_pd(_mm_mul_pd(alu, mul)), add);
+        __m128d xs = _mm_set1_pd(V->xs[0]), ym = _mm_set1_pd(V->ym[0]), sc = _mm_set1_pd(V->sc[0]),
+                sc1 = _mm_set1_pd(V->sc1[0]), bias = _mm_set1_pd(V->bias[0]), d, r, v;
+        __m128i q32;
+        for (j = 1; j < V->nseg; j++) { /* sorted: the last segment whose x_start y passes wins */
+            const __m128d m = _mm_cmpgt_pd(y, _mm_set1_pd(V->xs[j]));
+            xs = _mm_blendv_pd(xs, _mm_set1_pd(V->xs[j]), m);
+            ym = _mm_blendv_pd(ym, _mm_set1_pd(V->ym[j]), m);
+            sc = _mm_blendv_pd(sc, _mm_set1_pd(V->sc[j]), m);
+            sc1 = _mm_blendv_pd(sc1, _mm_set1_pd(V->sc1[j]), m);
+            bias = _mm_blendv_pd(bias, _mm_set1_pd(V->bias[j]), m);
+        }
+        d = _mm_mul_pd(_mm_sub_pd(y, xs), ym);
+        if (mode == OKPU_ROUND_HALF_UP) {
+            r = _mm_floor_pd(_mm_add_pd(_mm_mul_pd(d, sc), half));
+        } else if (mode == OKPU_ROUND_SDK_CARRY) {
+            const __m128d t = _mm_floor_pd(_mm_mul_pd(d, sc1)), h = _mm_mul_pd(t, half), q = _mm_floor_pd(h);
+            const __m128d odd = _mm_cmpneq_pd(h, q);
+            const __m128d step = _mm_blendv_pd(_mm_sub_pd(zero, one), one, _mm_cmpge_pd(t, zero));
+            r = _mm_add_pd(q, _mm_and_pd(odd, step));
+        } else {
+            r = _mm_round_pd(_mm_mul_pd(d, sc), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        }
+        /* r >= 255 gives 255; r <= -255 gives 0, which the clamp of r + bias (bias <= 255) already gives */
+        v = _mm_min_pd(_mm_max_pd(_mm_add_pd(r, bias), zero), top);
+        v = _mm_blendv_pd(v, top, _mm_cmpge_pd(r, top));
+        q32 = _mm_cvtpd_epi32(v);
+        out[x] = (uint8_t)_mm_cvtsi128_si32(q32);
+        out[x + 1] = (uint8_t)_mm_cvtsi128_si32(_mm_srli_si128(q32, 4));
+    }
+    return x;
+}
+#endif
 
 /* ---- Pooling (docs/kpu-reference.md section 4.4) ---- */
 
@@ -292,6 +401,7 @@ typedef struct emu_layer {
     uint8_t *activated;  /* one output channel after the activation, w x h */
     okpu_round_mode round;
     okpu_conv_offset_mode offset_mode;
+    int sse41; /* x86-64 with SSE4.1 (checked at run time) */
 } emu_layer;
 
 static uint32_t weight_at(const emu_layer *L, size_t index)
@@ -689,6 +799,9 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bu
     const int64_t w_const = B->w_const[oc];
     int64_t lo, hi;
     bn_fast bf;
+#ifdef EMU_SSE41
+    bn_vec bv;
+#endif
     uint32_t r;
     size_t x;
 
@@ -708,6 +821,11 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bu
         alu_range(L, B, &R, w_const, &lo, &hi);
         bn_fast_init(bn, &B->act, lo, hi, &bf);
     }
+#ifdef EMU_SSE41
+    bv.usable = 0;
+    if (L->sse41)
+        bn_vec_init(&bf, &B->act, &bv);
+#endif
     for (r = 0; r < R.count; r++) {
         const size_t first = (size_t)r * R.row_step * L->w;
         const uint32_t *a32 = acc32 + r * R.acc_row;
@@ -720,8 +838,14 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bu
                                 L->act_sorted, L->round);
             continue;
         }
+        x = R.x_first;
+#ifdef EMU_SSE41
+        if (bv.usable && R.x_step == 1)
+            x += bn_row_sse41(L->eight_bit ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, R.span - x, &bv,
+                              L->round);
+#endif
 #define BN_LOOP(ACC, MODE)                                                                                        \
-    for (x = R.x_first; x < R.span; x += R.x_step)                                                              \
+    for (; x < R.span; x += R.x_step)                                                                           \
         out[x] = bn_act_fast((int64_t)(ACC)[x] + xt[x] + w_const, &bf, &B->act, MODE)
         if (L->eight_bit) {
             if (L->round == OKPU_ROUND_HALF_UP)
@@ -983,6 +1107,7 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     L.pitch = L.w + 2 * L.pad;
     L.plane = (size_t)L.pitch * (L.h + 2 * L.pad);
     L.round = e->opts.act_round;
+    L.sse41 = e->sse41;
     L.offset_mode = e->opts.conv_offset;
 
     out_plane = (size_t)a->out_width * a->out_height;
@@ -1074,6 +1199,10 @@ static kpu_backend *emu_create(const okpu_options *opts, int reference, uint8_t 
         e->opts.allocator = &e->allocator;
     }
     e->reference = reference;
+#ifdef EMU_SSE41
+    __builtin_cpu_init();
+    e->sse41 = __builtin_cpu_supports("sse4.1") && !getenv("OKPU_EMU_NO_SSE41"); /* the variable tests the C path */
+#endif
     e->base.name = reference ? "emulator (reference conv)" : "emulator";
     e->base.run_layer = emu_run_layer;
     e->base.prepare = emu_prepare;
