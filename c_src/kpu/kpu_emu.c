@@ -541,11 +541,17 @@ static int64_t w_term(const emu_layer *L, uint32_t oc)
     int64_t total = 0, all_w = 0;
     uint32_t i, t;
 
+    if (a->arg_w == 0) /* every term is floor(0 / 2^shr_w) = 0 */
+        return a->arg_add * (int64_t)L->g_ic;
     for (i = 0; i < L->g_ic; i++) {
         const size_t w0 = weight_index(L, oc, i);
         int64_t sum_w = 0;
-        for (t = 0; t < L->kk; t++)
-            sum_w += weight_at(L, w0 + t);
+        if (L->eight_bit)
+            for (t = 0; t < L->kk; t++)
+                sum_w += L->weights[w0 + t];
+        else
+            for (t = 0; t < L->kk; t++)
+                sum_w += weight_at(L, w0 + t);
         if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
             total += okpu_asr64(a->arg_w * sum_w, a->shr_w);
         else
