@@ -988,7 +988,7 @@ static w_terms *w_terms_find(const kpu_emu *e, const kpu_layer_job *job)
 
 /* At most this many layers keep their terms (a virtual board running one model after another would otherwise grow
  * the list without end); a layer past it computes them on each run. */
-#define W_TERMS_MAX 4096u
+#define W_TERMS_MAX 1024u
 
 /* Compute the layer's w-offset terms once, at prepare; a layer prepared again (the virtual board prepares before
  * every run, and its weights may have changed) recomputes them in place. */
