@@ -974,7 +974,11 @@ static void test_prepare(int reference)
     pack_identity_act(big.act, 0);
     layer_job(&big);
     tiny_layer(&small, 8, 8, 2, 3, 1, 1, 1);
+    small.s.arg_w = 1; /* the w-offset term is the weights' sum: the output follows the weights */
+    pack_args(&small.s, small.raw);
     memset(small.weights, 1, 2 * 3 * 9);
+    for (n = 0; n < 3; n++)
+        pack_bn(small.bn + 8 * n, 1, 0, 2);
     pack_identity_act(small.act, 0);
     layer_job(&small);
 
@@ -982,9 +986,17 @@ static void test_prepare(int reference)
     scratch = b->scratch_bytes;
     CHECK(scratch > 0, "%s: prepare took no working memory", what);
     calls = heap.calls;
-    CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls && b->scratch_bytes == scratch,
+    /* The work block is not regrown for a smaller layer; the fast path keeps each layer's w-offset terms (one int64
+     * per output channel), taken at prepare and counted in scratch_bytes. */
+    CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls + (reference ? 0 : 1) &&
+              b->scratch_bytes == scratch + (reference ? 0 : small.s.oc * sizeof(int64_t)),
           "%s: a smaller layer after a larger one reallocated (%ld calls, %zu -> %zu bytes)", what,
           heap.calls - calls, scratch, b->scratch_bytes);
+    scratch = b->scratch_bytes;
+    calls = heap.calls;
+    CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls && b->scratch_bytes == scratch,
+          "%s: preparing a layer again allocated (%ld calls, %zu -> %zu bytes)", what, heap.calls - calls, scratch,
+          b->scratch_bytes);
 
     /* both run without one allocation, and give what an emulator that was never prepared gives */
     run_on(b, &small, "prepared small layer");
@@ -1002,8 +1014,23 @@ static void test_prepare(int reference)
     CHECK(memcmp(expect, big.main_out, n) == 0, "%s: prepared and unprepared runs differ", what);
     free(expect);
     CHECK(heap.calls == calls, "%s: run_layer allocated %ld times after prepare", what, heap.calls - calls);
-    CHECK(plain->scratch_bytes >= scratch, "%s: the unprepared emulator reports %zu bytes, the prepared %zu", what,
-          plain->scratch_bytes, scratch);
+    /* the same work block either way; the prepared fast path holds the w-offset terms on top */
+    CHECK(reference ? plain->scratch_bytes >= scratch : scratch > plain->scratch_bytes,
+          "%s: the unprepared emulator reports %zu bytes, the prepared %zu", what, plain->scratch_bytes, scratch);
+
+    /* weights changed in place and the layer prepared again (as the virtual board does before each run): the
+     * prepared terms follow the new weights */
+    for (n = 0; n < (size_t)2 * 3 * 9; n++)
+        small.weights[n] = (uint8_t)(n * 7u + 3u);
+    CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls, "%s: prepare again: %s", what,
+          err.message);
+    run_on(b, &small, "prepared small layer, new weights");
+    n = (size_t)small.s.ow * small.s.oh * small.s.oc;
+    expect = malloc(n);
+    memcpy(expect, small.main_out, n);
+    run_on(plain, &small, "unprepared small layer, new weights");
+    CHECK(memcmp(expect, small.main_out, n) == 0, "%s: re-prepared and unprepared runs differ", what);
+    free(expect);
 
     /* a job prepare refuses: the same check as run_layer, nothing allocated */
     big.s.w = 600;
