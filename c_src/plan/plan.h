@@ -61,6 +61,17 @@ typedef struct okpu_step {
     void *args;
 } okpu_step;
 
+/* Defines a step's run function for a kernel that cannot fail (the front-end checked everything at load): `a` is the
+ * step's typed arguments, `call` the kernel call. */
+#define OKPU_DEFINE_STEP(fn, type, call)                                                                              \
+    int fn(const okpu_run_ctx *ctx, const void *args, okpu_error *err)                                                \
+    {                                                                                                                 \
+        const type *a = (const type *)args;                                                                           \
+        (void)ctx, (void)err;                                                                                         \
+        call;                                                                                                         \
+        return OKPU_OK;                                                                                               \
+    }
+
 /* Name of a step kind ("kpu_conv", ...), "?" outside the table. */
 const char *okpu_step_name(okpu_step_kind kind);
 

@@ -6,46 +6,36 @@
 #include "../core/bytes.h"
 #include "plan.h"
 
-/* Every run function has the same shape: cast the arguments, call the kernel, succeed. */
-#define CPU_STEP(fn, type, call)                                                                                      \
-    int fn(const okpu_run_ctx *ctx, const void *args, okpu_error *err)                                                \
-    {                                                                                                                 \
-        const type *a = (const type *)args;                                                                           \
-        (void)ctx, (void)err;                                                                                         \
-        call;                                                                                                         \
-        return OKPU_OK;                                                                                               \
-    }
-
-CPU_STEP(okpu_step_add_f32, okpu_cpu_add_args, okpu_k_add_f32(a->a, a->b, a->out, a->count))
-CPU_STEP(okpu_step_quant_add_u8, okpu_cpu_quant_add_args,
-         okpu_k_quant_add_u8(a->a, a->b, a->out, a->count, &a->p, a->round))
-CPU_STEP(okpu_step_global_max_f32, okpu_cpu_global_pool_args,
-         okpu_k_global_max_f32(a->in, a->out, a->kernel_size, a->channels))
-CPU_STEP(okpu_step_global_avg_f32, okpu_cpu_global_pool_args,
-         okpu_k_global_avg_f32(a->in, a->out, a->kernel_size, a->channels))
-CPU_STEP(okpu_step_global_max_u8, okpu_cpu_global_pool_args,
-         okpu_k_global_max_u8(a->in, a->out, a->kernel_size, a->channels))
-CPU_STEP(okpu_step_global_avg_u8, okpu_cpu_global_pool_args,
-         okpu_k_global_avg_u8(a->in, a->out, a->kernel_size, a->channels))
-CPU_STEP(okpu_step_max_pool_f32, okpu_cpu_pool_args, okpu_k_max_pool_f32(a->in, a->out, &a->p, a->act))
-CPU_STEP(okpu_step_avg_pool_f32, okpu_cpu_pool_args, okpu_k_avg_pool_f32(a->in, a->out, &a->p, a->act))
-CPU_STEP(okpu_step_max_pool_u8, okpu_cpu_pool_args, okpu_k_max_pool_u8(a->in, a->out, &a->p))
-CPU_STEP(okpu_step_avg_pool_u8, okpu_cpu_pool_args, okpu_k_avg_pool_u8(a->in, a->out, &a->p))
-CPU_STEP(okpu_step_quantize, okpu_cpu_quant_args, okpu_k_quantize(a->in, a->out, a->count, a->scale, a->bias))
-CPU_STEP(okpu_step_dequantize, okpu_cpu_quant_args, okpu_k_dequantize(a->in, a->out, a->count, a->scale, a->bias))
-CPU_STEP(okpu_step_requantize, okpu_cpu_requant_args, okpu_k_requantize(a->in, a->out, a->count, a->table))
-CPU_STEP(okpu_step_channelwise_dequantize, okpu_cpu_cw_dequant_args,
-         okpu_k_channelwise_dequantize(a->in, a->out, a->channels, a->channel_size, a->params))
-CPU_STEP(okpu_step_l2_normalize_f32, okpu_cpu_unary_args, okpu_k_l2_normalize_f32(a->in, a->out, a->count))
-CPU_STEP(okpu_step_softmax_f32, okpu_cpu_unary_args, okpu_k_softmax_f32(a->in, a->out, a->count))
-CPU_STEP(okpu_step_logistic_f32, okpu_cpu_unary_args, okpu_k_logistic_f32(a->in, a->out, a->count))
-CPU_STEP(okpu_step_fc_f32, okpu_cpu_fc_args,
-         okpu_k_fc_f32(a->in, a->out, a->weights, a->bias, a->in_ch, a->out_ch, a->act))
-CPU_STEP(okpu_step_fc_u8, okpu_cpu_quant_fc_args,
-         okpu_k_fc_u8(a->in, a->out, a->weights, a->bias, a->in_ch, a->out_ch, &a->p, a->round))
-CPU_STEP(okpu_step_flatten, okpu_cpu_flatten_args, okpu_k_flatten(a->in, a->out, a->w, a->h, a->c, a->elem))
-CPU_STEP(okpu_step_resize_nearest, okpu_cpu_resize_args,
-         okpu_k_resize_nearest(a->in, a->out, a->in_w, a->in_h, a->c, a->out_w, a->out_h, a->elem))
+OKPU_DEFINE_STEP(okpu_step_add_f32, okpu_cpu_add_args, okpu_k_add_f32(a->a, a->b, a->out, a->count))
+OKPU_DEFINE_STEP(okpu_step_quant_add_u8, okpu_cpu_quant_add_args,
+                 okpu_k_quant_add_u8(a->a, a->b, a->out, a->count, &a->p, a->round))
+OKPU_DEFINE_STEP(okpu_step_global_max_f32, okpu_cpu_global_pool_args,
+                 okpu_k_global_max_f32(a->in, a->out, a->kernel_size, a->channels))
+OKPU_DEFINE_STEP(okpu_step_global_avg_f32, okpu_cpu_global_pool_args,
+                 okpu_k_global_avg_f32(a->in, a->out, a->kernel_size, a->channels))
+OKPU_DEFINE_STEP(okpu_step_global_max_u8, okpu_cpu_global_pool_args,
+                 okpu_k_global_max_u8(a->in, a->out, a->kernel_size, a->channels))
+OKPU_DEFINE_STEP(okpu_step_global_avg_u8, okpu_cpu_global_pool_args,
+                 okpu_k_global_avg_u8(a->in, a->out, a->kernel_size, a->channels))
+OKPU_DEFINE_STEP(okpu_step_max_pool_f32, okpu_cpu_pool_args, okpu_k_max_pool_f32(a->in, a->out, &a->p, a->act))
+OKPU_DEFINE_STEP(okpu_step_avg_pool_f32, okpu_cpu_pool_args, okpu_k_avg_pool_f32(a->in, a->out, &a->p, a->act))
+OKPU_DEFINE_STEP(okpu_step_max_pool_u8, okpu_cpu_pool_args, okpu_k_max_pool_u8(a->in, a->out, &a->p))
+OKPU_DEFINE_STEP(okpu_step_avg_pool_u8, okpu_cpu_pool_args, okpu_k_avg_pool_u8(a->in, a->out, &a->p))
+OKPU_DEFINE_STEP(okpu_step_quantize, okpu_cpu_quant_args, okpu_k_quantize(a->in, a->out, a->count, a->scale, a->bias))
+OKPU_DEFINE_STEP(okpu_step_dequantize, okpu_cpu_quant_args, okpu_k_dequantize(a->in, a->out, a->count, a->scale, a->bias))
+OKPU_DEFINE_STEP(okpu_step_requantize, okpu_cpu_requant_args, okpu_k_requantize(a->in, a->out, a->count, a->table))
+OKPU_DEFINE_STEP(okpu_step_channelwise_dequantize, okpu_cpu_cw_dequant_args,
+                 okpu_k_channelwise_dequantize(a->in, a->out, a->channels, a->channel_size, a->params))
+OKPU_DEFINE_STEP(okpu_step_l2_normalize_f32, okpu_cpu_unary_args, okpu_k_l2_normalize_f32(a->in, a->out, a->count))
+OKPU_DEFINE_STEP(okpu_step_softmax_f32, okpu_cpu_unary_args, okpu_k_softmax_f32(a->in, a->out, a->count))
+OKPU_DEFINE_STEP(okpu_step_logistic_f32, okpu_cpu_unary_args, okpu_k_logistic_f32(a->in, a->out, a->count))
+OKPU_DEFINE_STEP(okpu_step_fc_f32, okpu_cpu_fc_args,
+                 okpu_k_fc_f32(a->in, a->out, a->weights, a->bias, a->in_ch, a->out_ch, a->act))
+OKPU_DEFINE_STEP(okpu_step_fc_u8, okpu_cpu_quant_fc_args,
+                 okpu_k_fc_u8(a->in, a->out, a->weights, a->bias, a->in_ch, a->out_ch, &a->p, a->round))
+OKPU_DEFINE_STEP(okpu_step_flatten, okpu_cpu_flatten_args, okpu_k_flatten(a->in, a->out, a->w, a->h, a->c, a->elem))
+OKPU_DEFINE_STEP(okpu_step_resize_nearest, okpu_cpu_resize_args,
+                 okpu_k_resize_nearest(a->in, a->out, a->in_w, a->in_h, a->c, a->out_w, a->out_h, a->elem))
 
 /* Inputs copied one after the other (the load checked each against the whole output). */
 int okpu_step_concat(const okpu_run_ctx *ctx, const void *args, okpu_error *err)

@@ -44,18 +44,6 @@ int okpu_step_kpu_upload(const okpu_run_ctx *ctx, const void *args, okpu_error *
     return OKPU_OK;
 }
 
-int okpu_step_kpu_add_padding(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
-{
-    const okpu_kpu_padding_args *a = (const okpu_kpu_padding_args *)args;
-    (void)ctx, (void)err;
-    okpu_k_add_padding(a->in, a->out, a->channels);
-    return OKPU_OK;
-}
-
-int okpu_step_kpu_remove_padding(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
-{
-    const okpu_kpu_padding_args *a = (const okpu_kpu_padding_args *)args;
-    (void)ctx, (void)err;
-    okpu_k_remove_padding(a->in, a->out, a->channels);
-    return OKPU_OK;
-}
+OKPU_DEFINE_STEP(okpu_step_kpu_add_padding, okpu_kpu_padding_args, okpu_k_add_padding(a->in, a->out, a->channels))
+OKPU_DEFINE_STEP(okpu_step_kpu_remove_padding, okpu_kpu_padding_args,
+                 okpu_k_remove_padding(a->in, a->out, a->channels))

@@ -15,24 +15,16 @@ int okpu_step_v5_download(const okpu_run_ctx *ctx, const void *args, okpu_error 
     return OKPU_OK;
 }
 
-#define V5_STEP(fn, type, kernel)                                                                                     \
-    int fn(const okpu_run_ctx *ctx, const void *args, okpu_error *err)                                                \
-    {                                                                                                                 \
-        (void)ctx, (void)err;                                                                                         \
-        kernel((const type *)args);                                                                                   \
-        return OKPU_OK;                                                                                               \
-    }
-
-V5_STEP(okpu_step_v5_copy, okpu_v5_copy_args, okpu_v5_k_copy)
-V5_STEP(okpu_step_v5_quantize, okpu_v5_quant_args, okpu_v5_k_quantize)
-V5_STEP(okpu_step_v5_dequantize, okpu_v5_quant_args, okpu_v5_k_dequantize)
-V5_STEP(okpu_step_v5_pad, okpu_v5_pad_args, okpu_v5_k_pad)
-V5_STEP(okpu_step_v5_conv2d, okpu_v5_conv2d_args, okpu_v5_k_conv2d)
-V5_STEP(okpu_step_v5_window, okpu_v5_window_args, okpu_v5_k_window)
-V5_STEP(okpu_step_v5_reduce, okpu_v5_reduce_args, okpu_v5_k_reduce)
-V5_STEP(okpu_step_v5_softmax, okpu_v5_softmax_args, okpu_v5_k_softmax)
-V5_STEP(okpu_step_v5_binary, okpu_v5_binary_args, okpu_v5_k_binary)
-V5_STEP(okpu_step_v5_lut, okpu_v5_lut_args, okpu_v5_k_lut)
-V5_STEP(okpu_step_v5_resize, okpu_v5_resize_args, okpu_v5_k_resize)
-V5_STEP(okpu_step_v5_matmul, okpu_v5_matmul_args, okpu_v5_k_matmul)
-V5_STEP(okpu_step_v5_convert, okpu_v5_convert_args, okpu_v5_k_convert)
+OKPU_DEFINE_STEP(okpu_step_v5_copy, okpu_v5_copy_args, okpu_v5_k_copy(a))
+OKPU_DEFINE_STEP(okpu_step_v5_quantize, okpu_v5_quant_args, okpu_v5_k_quantize(a))
+OKPU_DEFINE_STEP(okpu_step_v5_dequantize, okpu_v5_quant_args, okpu_v5_k_dequantize(a))
+OKPU_DEFINE_STEP(okpu_step_v5_pad, okpu_v5_pad_args, okpu_v5_k_pad(a))
+OKPU_DEFINE_STEP(okpu_step_v5_conv2d, okpu_v5_conv2d_args, okpu_v5_k_conv2d(a))
+OKPU_DEFINE_STEP(okpu_step_v5_window, okpu_v5_window_args, okpu_v5_k_window(a))
+OKPU_DEFINE_STEP(okpu_step_v5_reduce, okpu_v5_reduce_args, okpu_v5_k_reduce(a))
+OKPU_DEFINE_STEP(okpu_step_v5_softmax, okpu_v5_softmax_args, okpu_v5_k_softmax(a))
+OKPU_DEFINE_STEP(okpu_step_v5_binary, okpu_v5_binary_args, okpu_v5_k_binary(a))
+OKPU_DEFINE_STEP(okpu_step_v5_lut, okpu_v5_lut_args, okpu_v5_k_lut(a))
+OKPU_DEFINE_STEP(okpu_step_v5_resize, okpu_v5_resize_args, okpu_v5_k_resize(a))
+OKPU_DEFINE_STEP(okpu_step_v5_matmul, okpu_v5_matmul_args, okpu_v5_k_matmul(a))
+OKPU_DEFINE_STEP(okpu_step_v5_convert, okpu_v5_convert_args, okpu_v5_k_convert(a))
