@@ -145,9 +145,14 @@ typedef struct okpu_layer_info {
     const char *type_name; /* "K210_CONV", "kpu_conv2d", ... */
     uint32_t body_offset;  /* absolute file offset of the body */
     uint32_t body_size;    /* declared body size */
-    int is_kpu;            /* a KPU convolution layer: the fields below come from its layer-argument words */
+    int is_kpu;            /* a KPU convolution layer: depthwise, kernel_type and pool_type come from its words */
+    /* input and output map (width, height, channels): a KPU convolution's from its layer-argument words; a CPU
+     * windowed layer's (pool, convolution) from its body; 0 for the other layers */
     uint32_t wi, hi, chi, wo, ho, cho;
     int depthwise, kernel_type, pool_type;
+    /* the window of a CPU windowed layer (pool, convolution), from its body; 0 when the layer has none (KPU
+     * convolutions describe theirs with kernel_type and pool_type) */
+    uint32_t kernel_w, kernel_h, stride_w, stride_h;
     uint32_t para_size; /* KPU: para_size field; other layers: body size (MaixPy's convention) */
     uint64_t macs;      /* multiply-accumulates this layer performs on the KPU (0 for CPU layers) */
     uint64_t work;      /* what running it costs: multiply-accumulates or elements touched (>= 1); see max_work */

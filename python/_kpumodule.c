@@ -142,15 +142,18 @@ static PyObject *raise_oserror(const char *what, const okpu_error *err, int code
 static PyStructSequence_Field layer_fields[] = {
     {"index", "layer index"}, {"type", "v3 layer type id or v4 opcode"}, {"type_name", "its name"},
     {"body_offset", "absolute file offset of the body"}, {"body_size", "declared body size"},
-    {"is_kpu", "1 for a KPU convolution (the fields below come from its argument words)"},
-    {"wi", NULL}, {"hi", NULL}, {"chi", NULL}, {"wo", NULL}, {"ho", NULL}, {"cho", NULL},
+    {"is_kpu", "1 for a KPU convolution (depthwise, kernel_type, pool_type come from its argument words)"},
+    {"wi", "input and output maps: a KPU convolution's, or a CPU pool's or convolution's (0: other layers)"}, {"hi", NULL}, {"chi", NULL}, {"wo", NULL}, {"ho", NULL}, {"cho", NULL},
     {"depthwise", NULL}, {"kernel_type", "0 = 1x1, 1 = 3x3"}, {"pool_type", NULL},
     {"para_size", "KPU: para_size; other layers: body size (MaixPy's convention)"},
     {"macs", "multiply-accumulates on the KPU (0 for CPU layers)"},
     {"out_typecode", "'B' or 'f': what the layer writes"}, {"out_n", NULL}, {"out_c", NULL}, {"out_h", NULL},
-    {"out_w", NULL}, {NULL, NULL}};
+    {"out_w", NULL},
+    /* appended after out_w so index-based readers keep working */
+    {"kernel_w", "window of a CPU pool or convolution (0: no window)"}, {"kernel_h", NULL},
+    {"stride_w", NULL}, {"stride_h", NULL}, {NULL, NULL}};
 static PyStructSequence_Desc layer_desc = {"_kpu.LayerInfo", "One layer of a model (Model.layers()).", layer_fields,
-                                           22};
+                                           26};
 static PyTypeObject LayerInfoType;
 
 static PyStructSequence_Field tensor_fields[] = {
@@ -445,13 +448,15 @@ static PyObject *Model_layers(ModelObject *self, PyObject *unused)
         memset(&li, 0, sizeof li);
         if (okpu_model_layer_info(self->model, i, &li) != OKPU_OK)
             continue;
-        item = make_record(&LayerInfoType, Py_BuildValue("(ikskkikkkkkkiiikKNkkkk)", li.index, (unsigned long)li.type,
+        item = make_record(&LayerInfoType, Py_BuildValue("(ikskkikkkkkkiiikKNkkkkkkkk)", li.index, (unsigned long)li.type,
                              li.type_name ? li.type_name : "?", (unsigned long)li.body_offset,
                              (unsigned long)li.body_size, li.is_kpu, (unsigned long)li.wi, (unsigned long)li.hi,
                              (unsigned long)li.chi, (unsigned long)li.wo, (unsigned long)li.ho, (unsigned long)li.cho,
                              li.depthwise, li.kernel_type, li.pool_type, (unsigned long)li.para_size,
                              (unsigned long long)li.macs, typecode_str(li.output.dtype), (unsigned long)li.output.n,
-                             (unsigned long)li.output.c, (unsigned long)li.output.h, (unsigned long)li.output.w));
+                             (unsigned long)li.output.c, (unsigned long)li.output.h, (unsigned long)li.output.w,
+                             (unsigned long)li.kernel_w, (unsigned long)li.kernel_h, (unsigned long)li.stride_w,
+                             (unsigned long)li.stride_h));
         if (!item || PyList_Append(list, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(list);
@@ -550,7 +555,8 @@ static PyMethodDef Model_methods[] = {
      "output(index) -> Output(data, typecode, n, c, h, w, layer): a copy of output index of the last run."},
     {"layers", (PyCFunction)Model_layers, METH_NOARGS,
      "Per-layer LayerInfo records (index, type, type_name, body_offset, body_size, is_kpu, wi, hi, chi, wo, ho, "
-     "cho, depthwise, kernel_type, pool_type, para_size, macs, out_typecode, out_n, out_c, out_h, out_w)."},
+     "cho, depthwise, kernel_type, pool_type, para_size, macs, out_typecode, out_n, out_c, out_h, out_w, kernel_w, "
+     "kernel_h, stride_w, stride_h)."},
     {"memory", (PyCFunction)Model_memory, METH_NOARGS, "What the model costs on a K210 (okpu_memory_info as a dict)."},
     {"work", (PyCFunction)Model_work, METH_NOARGS, "Each layer's work (MACs or elements touched), in layer order."},
     {"kpu_ram", (PyCFunction)Model_kpu_ram, METH_NOARGS, "A copy of the emulated 2 MiB KPU RAM, or None."},

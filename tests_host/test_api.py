@@ -517,7 +517,7 @@ def test_binding_errors(tiny):
     assert set(m.memory()) == {"model_bytes", "model_alloc", "main_mem", "context_bytes", "sram_total",
                                "backend_scratch", "kpu_rows_used", "kpu_row_lo", "kpu_row_hi", "kpu_macs", "work",
                                "max_work"}
-    assert len(m.layers()[0]) == 22
+    assert len(m.layers()[0]) == 26
     m.free()
     m.free()
     for call in (m.version, m.inputs, m.run, m.layers, m.memory, m.kpu_ram, m.output_count):
@@ -587,10 +587,10 @@ def test_binding_returns_named_records(tiny):
     info = m.output_info(0)
     assert isinstance(info, _kpu.TensorInfo) and info.bytes == 12 and info.typecode == "f"
     layer = m.layers()[0]
-    assert isinstance(layer, _kpu.LayerInfo) and len(layer) == 22
+    assert isinstance(layer, _kpu.LayerInfo) and len(layer) == 26
     names = ("index", "type", "type_name", "body_offset", "body_size", "is_kpu", "wi", "hi", "chi", "wo", "ho",
              "cho", "depthwise", "kernel_type", "pool_type", "para_size", "macs", "out_typecode", "out_n", "out_c",
-             "out_h", "out_w")
+             "out_h", "out_w", "kernel_w", "kernel_h", "stride_w", "stride_h")
     assert tuple(getattr(layer, n) for n in names) == tuple(layer)
     assert layer.index == 0 and layer.is_kpu == 0 and layer.out_typecode == "f" and layer.body_size > 0
     m.set_input(0, struct.pack("<4f", 1, 2, 3, 4))

@@ -330,6 +330,7 @@ li = m.layers()[0]
 print(li)
 print(li.index, li.type_name, li.is_kpu, li.wo, li.ho, li.cho, li.out_typecode, li[2], li[-1], len(li))
 print(li == tuple(li), tuple(li) == li, li[1:4])
+print(li.kernel_w, li.kernel_h, li.stride_w, li.stride_h, li[21] == li.out_w, li[22:])
 inp = m.inputs()[0]
 print(inp, inp.typecode, inp.bytes, inp[5], m.output_info(0).bytes)
 m.set_input(0, bytes(inp.bytes))

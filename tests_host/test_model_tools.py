@@ -196,6 +196,40 @@ def test_inspect_float_cpu_model(tmp_path, capsys):
     assert re.search(r"FULLY_CONNECTED\s+\d+\s+-\s+CPU, out float32", out)
 
 
+def v3_pool_model():
+    """FULLY_CONNECTED 4 -> 3, then a MAX_POOL2D over an 8x6x4 float map in main memory: kernel 3x2, stride 2x1
+    (all different, so a swapped width and height shows) -> 3x5x4."""
+    fc = kw.FullyConnected(inp=0, out=16, weights=np.arange(12, dtype=np.float32).reshape(3, 4), bias=[1, 2, 3],
+                           act=0)
+    pool = kw.MaxPool2d(inp=64, out=64 + 4 * 8 * 6 * 4, in_w=8, in_h=6, in_c=4, out_w=3, out_h=5, out_c=4,
+                        kernel_w=3, kernel_h=2, stride_w=2, stride_h=1, padding_w=0, padding_h=0, act=0)
+    return kw.V3Model(layers=[fc, pool], outputs=[(64 + 4 * 8 * 6 * 4, 4 * 3 * 5 * 4)]).to_bytes()
+
+
+def test_inspect_cpu_pool_window(tmp_path, capsys):
+    """Issue 13: a CPU pool shows its kernel, stride and maps (from its body), in JSON and in text."""
+    path = write(tmp_path, "pool.kmodel", v3_pool_model())
+    raw = _kpu.Model(open(path, "rb").read()).layers()[1]
+    assert (raw.kernel_w, raw.kernel_h, raw.stride_w, raw.stride_h) == (3, 2, 2, 1)
+    assert (raw.wi, raw.hi, raw.chi, raw.wo, raw.ho, raw.cho) == (8, 6, 4, 3, 5, 4)
+    assert tuple(raw[-4:]) == (3, 2, 2, 1)  # appended: the older indices are unchanged
+    assert (raw[17], raw[21]) == (raw.out_typecode, raw.out_w)
+    rc, info, _ = run_json(capsys, "inspect", path)
+    assert rc == 0
+    fc, pool = info["layers"]
+    assert fc["window"] is None and fc["kpu"] is None
+    assert pool["type_name"] == "MAX_POOL2D" and pool["kpu"] is None
+    win = pool["window"]
+    assert win["op"] == "max pool"
+    assert win["kernel_wh"] == [3, 2] and win["stride_wh"] == [2, 1]
+    assert win["in_whc"] == [8, 6, 4] and win["out_whc"] == [3, 5, 4]
+    assert pool["output"]["shape_nchw"] == [1, 4, 5, 3]
+    rc, out, _ = run_tool(capsys, "inspect", path)
+    assert rc == 0
+    assert re.search(r"MAX_POOL2D\s+\d+\s+-\s+CPU max pool 3x2 stride 2x1, 8x6x4 -> 3x5x4, out float32", out), out
+    assert re.search(r"FULLY_CONNECTED\s+\d+\s+-\s+CPU, out float32", out)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # inspect: the real models against their header dumps
 

@@ -378,6 +378,10 @@ static int dec_pool(v3_ctx *c)
              : type == V3_QUANTIZED_MAX_POOL2D ? OKPU_STEP_MAX_POOL_U8
                                                : OKPU_STEP_AVG_POOL_U8);
         a->in = MAIN(in), a->out = MAIN(out), a->p = p, a->act = act;
+        c->L->info.wi = p.in_w, c->L->info.hi = p.in_h, c->L->info.chi = p.in_c;
+        c->L->info.wo = p.out_w, c->L->info.ho = p.out_h, c->L->info.cho = p.out_c;
+        c->L->info.kernel_w = p.kernel_w, c->L->info.kernel_h = p.kernel_h;
+        c->L->info.stride_w = p.stride_w, c->L->info.stride_h = p.stride_h;
     }
     set_out_shape(c, f32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8, out, p.out_c, p.out_h, p.out_w);
     return OKPU_OK;

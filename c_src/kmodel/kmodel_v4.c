@@ -449,6 +449,17 @@ static int window_out(v4_cx *cx, const v4_window *win, int32_t h, int32_t w, int
     return OKPU_OK;
 }
 
+/* Report a windowed node's maps (w, h, c; all already checked positive) and window in its layer info. */
+static void window_info(v4_cx *cx, const v4_window *w, int32_t wi, int32_t hi, int32_t ci, int32_t wo, int32_t ho,
+                        int32_t co)
+{
+    okpu_layer_info *I = &cx->m->layers[cx->idx].info;
+    I->wi = (uint32_t)wi, I->hi = (uint32_t)hi, I->chi = (uint32_t)ci;
+    I->wo = (uint32_t)wo, I->ho = (uint32_t)ho, I->cho = (uint32_t)co;
+    I->kernel_w = (uint32_t)w->filter_w, I->kernel_h = (uint32_t)w->filter_h;
+    I->stride_w = (uint32_t)w->stride_w, I->stride_h = (uint32_t)w->stride_h;
+}
+
 static uint64_t window_taps(const v4_window *w)
 {
     return okpu_sat_mul((uint64_t)w->filter_h, (uint64_t)w->filter_w);
@@ -650,6 +661,7 @@ static int conv_common(v4_cx *cx, v4_node *n, int quant, okpu_v4_conv_args *a)
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     set_t4(n, (uint32_t)dt, so);
+    window_info(cx, &a->win, a->in_shape[3], a->in_shape[2], a->in_shape[1], so[3], so[2], so[1]);
     /* out x ic/groups x window */
     n->work = okpu_sat_mul(okpu_sat_mul(out_elems(n), (uint64_t)(a->in_shape[1] / a->groups)), window_taps(&a->win));
     return OKPU_OK;
@@ -720,6 +732,8 @@ static int d_conv2d_transpose(v4_cx *cx, v4_node *n)
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     set_t4(n, DT_F32, a->out_shape);
+    window_info(cx, &a->win, a->in_shape[3], a->in_shape[2], a->in_shape[1], a->out_shape[3], a->out_shape[2],
+                a->out_shape[1]);
     /* in x oc/groups x window, plus the zeroing and activation passes */
     n->work = okpu_sat_add(okpu_sat_mul(okpu_sat_mul(prod4u(a->in_shape), (uint64_t)(a->out_shape[1] / a->groups)),
                                         window_taps(&a->win)),
@@ -919,10 +933,13 @@ static int reduce_window(v4_cx *cx, v4_node *n, int nhwc)
     TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, co * 4u));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
-    if (nhwc)
+    if (nhwc) {
         set_t(n, DT_F32, so[0], so[3], so[1], so[2]); /* reported as NCHW dims of an NHWC buffer */
-    else
+        window_info(cx, &a->win, a->in_shape[2], a->in_shape[1], a->in_shape[3], so[2], so[1], so[3]);
+    } else {
         set_t4(n, DT_F32, so);
+        window_info(cx, &a->win, a->in_shape[3], a->in_shape[2], a->in_shape[1], so[3], so[2], so[1]);
+    }
     n->work = okpu_sat_mul(out_elems(n), window_taps(&a->win)); /* every output visits its window */
     return no_overlap(cx, n);
 }
@@ -1174,6 +1191,7 @@ static int cpu_conv(v4_cx *cx, v4_node *n, int depthwise, okpu_v4_conv_args *c, 
     c->in = src_ptr(cx, &n->in);
     c->out = dst_ptr(cx, &n->out);
     set_t(n, (uint32_t)dt, so[0], so[3], so[1], so[2]);
+    window_info(cx, &c->win, c->in_shape[2], c->in_shape[1], c->in_shape[3], so[2], so[1], so[3]);
     n->work = okpu_sat_mul(out_elems(n), window_taps(&c->win));
     if (!depthwise)
         n->work = okpu_sat_mul(n->work, (uint64_t)c->in_shape[3]);

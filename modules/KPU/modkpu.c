@@ -214,11 +214,12 @@ KPU_RECORD_TYPE(kpu_output_type, MP_QSTR_Output);
 KPU_RECORD_TYPE(kpu_box_type, MP_QSTR_Box);
 
 /* The field names, in the CPython binding's order (python/_kpumodule.c, python/_kpu_post.c). */
-static const qstr kpu_layer_fields[22] = {
+static const qstr kpu_layer_fields[26] = {
     MP_QSTR_index, MP_QSTR_type, MP_QSTR_type_name, MP_QSTR_body_offset, MP_QSTR_body_size, MP_QSTR_is_kpu,
     MP_QSTR_wi, MP_QSTR_hi, MP_QSTR_chi, MP_QSTR_wo, MP_QSTR_ho, MP_QSTR_cho, MP_QSTR_depthwise,
     MP_QSTR_kernel_type, MP_QSTR_pool_type, MP_QSTR_para_size, MP_QSTR_macs, MP_QSTR_out_typecode, MP_QSTR_out_n,
     MP_QSTR_out_c, MP_QSTR_out_h, MP_QSTR_out_w,
+    MP_QSTR_kernel_w, MP_QSTR_kernel_h, MP_QSTR_stride_w, MP_QSTR_stride_h, /* appended: indices above stay */
 };
 static const qstr kpu_tensor_fields[6] = {
     MP_QSTR_typecode, MP_QSTR_n, MP_QSTR_c, MP_QSTR_h, MP_QSTR_w, MP_QSTR_bytes,
@@ -519,7 +520,7 @@ static mp_obj_t kpu_model_layers(mp_obj_t self_in) {
             continue;
         }
         const char *name = li.type_name ? li.type_name : "?";
-        mp_obj_t item[22] = {
+        mp_obj_t item[26] = {
             MP_OBJ_NEW_SMALL_INT(li.index),
             kpu_uint(li.type),
             mp_obj_new_str(name, strlen(name)),
@@ -535,8 +536,9 @@ static mp_obj_t kpu_model_layers(mp_obj_t self_in) {
             mp_obj_new_int_from_ull(li.macs),
             kpu_typecode(li.output.dtype),
             kpu_uint(li.output.n), kpu_uint(li.output.c), kpu_uint(li.output.h), kpu_uint(li.output.w),
+            kpu_uint(li.kernel_w), kpu_uint(li.kernel_h), kpu_uint(li.stride_w), kpu_uint(li.stride_h),
         };
-        mp_obj_list_append(list, kpu_new_record(&kpu_layer_info_type, kpu_layer_fields, 22, item));
+        mp_obj_list_append(list, kpu_new_record(&kpu_layer_info_type, kpu_layer_fields, 26, item));
     }
     return list;
 }

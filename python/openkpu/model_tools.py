@@ -155,11 +155,41 @@ def kpu_layer_info(layer):
             "para_size": layer.para_size, "description": description}
 
 
+def window_op_name(type_name):
+    """What a CPU windowed layer does, from its type name (v3 pools, v4 reduce_window2d and convolutions)."""
+    name = type_name.lower()
+    if "max_pool" in name:
+        return "max pool"
+    if "average_pool" in name:
+        return "average pool"
+    if "reduce_window" in name:
+        return "reduce window"
+    if "transpose" in name:
+        return "transposed conv"
+    if "depthwise" in name:
+        return "depthwise conv"
+    return "conv"
+
+
+def window_layer_info(layer):
+    """The window of a CPU pool or convolution (LayerInfo kernel_w/h, stride_w/h, and its maps WxHxC)."""
+    op = window_op_name(layer.type_name)
+    kernel = "%dx%d" % (layer.kernel_w, layer.kernel_h)
+    stride = ("%d" % layer.stride_w if layer.stride_w == layer.stride_h
+              else "%dx%d" % (layer.stride_w, layer.stride_h))
+    description = "%s %s stride %s, %dx%dx%d -> %dx%dx%d" % (
+        op, kernel, stride, layer.wi, layer.hi, layer.chi, layer.wo, layer.ho, layer.cho)
+    return {"op": op, "kernel_wh": [layer.kernel_w, layer.kernel_h], "stride_wh": [layer.stride_w, layer.stride_h],
+            "in_whc": [layer.wi, layer.hi, layer.chi], "out_whc": [layer.wo, layer.ho, layer.cho],
+            "description": description}
+
+
 def layer_info(layer):
     """A LayerInfo record (Model.layers()) as plain data."""
     return {"index": layer.index, "type": layer.type, "type_name": layer.type_name,
             "is_kpu": bool(layer.is_kpu), "body_offset": layer.body_offset, "body_size": layer.body_size,
             "macs": layer.macs, "kpu": kpu_layer_info(layer) if layer.is_kpu else None,
+            "window": window_layer_info(layer) if not layer.is_kpu and layer.kernel_w else None,
             "output": {"dtype": DTYPE_NAMES.get(layer.out_typecode, layer.out_typecode),
                        "shape_nchw": [layer.out_n, layer.out_c, layer.out_h, layer.out_w]}}
 
@@ -229,7 +259,9 @@ def shape_text(shape):
 def layer_details(layer):
     kpu = layer["kpu"]
     if kpu is None:
-        return "CPU, out %s %s" % (layer["output"]["dtype"], shape_text(layer["output"]["shape_nchw"]))
+        text = "CPU, out %s %s" % (layer["output"]["dtype"], shape_text(layer["output"]["shape_nchw"]))
+        window = layer.get("window")
+        return "CPU %s, out %s" % (window["description"], layer["output"]["dtype"]) if window else text
     text = kpu["description"]
     if kpu["pool_type"]:
         text += ", pool %d (%s)" % (kpu["pool_type"], kpu["pool"])

@@ -545,6 +545,16 @@ static void test_cpu_output_shapes(void)
     }
     CHECK(okpu_model_layer_info(m, 1, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_F32, 2, 2, 2),
           "MAX_POOL2D output %ux%ux%u", li.output.w, li.output.h, li.output.c);
+    /* the pool's window and maps as its body gives them (what `openkpu inspect` shows) */
+    CHECK(okpu_model_layer_info(m, 1, &li) == OKPU_OK && !li.is_kpu && li.wi == 4 && li.hi == 3 && li.chi == 2 &&
+              li.wo == 2 && li.ho == 2 && li.cho == 2 && li.kernel_w == 2 && li.kernel_h == 2 && li.stride_w == 2 &&
+              li.stride_h == 2,
+          "MAX_POOL2D info: in %ux%ux%u out %ux%ux%u kernel %ux%u stride %ux%u", li.wi, li.hi, li.chi, li.wo, li.ho,
+          li.cho, li.kernel_w, li.kernel_h, li.stride_w, li.stride_h);
+    /* layers without a window report none */
+    CHECK(okpu_model_layer_info(m, 4, &li) == OKPU_OK && !li.kernel_w && !li.kernel_h && !li.stride_w &&
+              !li.stride_h && !li.wi && !li.wo,
+          "global pool has no window: kernel %ux%u stride %ux%u", li.kernel_w, li.kernel_h, li.stride_w, li.stride_h);
     CHECK(okpu_model_layer_info(m, 2, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_U8, 2, 2, 2),
           "QUANTIZE after the pool keeps 2x2x2: %ux%ux%u", li.output.w, li.output.h, li.output.c);
     CHECK(okpu_model_layer_info(m, 3, &li) == OKPU_OK && shape_is(&li.output, OKPU_DTYPE_U8, 2, 1, 3),
