@@ -140,6 +140,7 @@ vboard-bench: install firmware
 # Host build of the core with warnings as errors (a static archive for the C tests and tools).
 $(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(BUILD)/host
+	rm -f $(BUILD)/host/*.o
 	cd $(BUILD)/host && $(CC) $(CSTD) -O2 -c $(addprefix $(CURDIR)/,$(CORE_SRC))
 	ar rcs $@ $(BUILD)/host/*.o
 
@@ -147,12 +148,26 @@ core: $(BUILD)/host/libokpu.a
 
 # The chip's ISA and ABI, warnings as errors.
 cross: $(CORE_SRC) $(CORE_HDR)
+	@rm -rf $(BUILD)/rv64 $(BUILD)/rv64-board
 	@mkdir -p $(BUILD)/rv64
 	cd $(BUILD)/rv64 && $(RV_CC) $(RV_FLAGS) -c $(addprefix $(CURDIR)/,$(CORE_SRC))
 	@mkdir -p $(BUILD)/rv64-board
 	cd $(BUILD)/rv64-board && $(RV_CC) $(RV_FLAGS) -DOKPU_HAVE_K210_HW -c $(CURDIR)/c_src/kpu/kpu_k210.c \
 		$(CURDIR)/c_src/kpu/kpu_backend.c
 	@echo "rv64imafdc/lp64d: $(words $(CORE_SRC)) files compiled with -Werror (K210 register access too)"
+	@# One prefix for every global of the core: a firmware links it beside other C code (the Kendryte SDK's kpu_*).
+	@bad=$$(riscv64-unknown-elf-nm -g --defined-only $(BUILD)/rv64/*.o $(BUILD)/rv64-board/*.o | \
+		awk 'NF == 3 && $$3 !~ /^okpu_/ {print $$3}' | sort -u); \
+		if [ -n "$$bad" ]; then echo "globals of the core without the okpu_ prefix:" $$bad; exit 1; fi; \
+		echo "every global symbol of the core starts with okpu_"
+	@# The terse error option (OKPU_ERROR_TERSE, for small firmware): the same core without message texts.
+	@rm -rf $(BUILD)/rv64-terse && mkdir -p $(BUILD)/rv64-terse
+	@cd $(BUILD)/rv64-terse && $(RV_CC) $(RV_FLAGS) -Os $(TERSE_DEFS) -c $(addprefix $(CURDIR)/,$(CORE_SRC))
+	@mkdir -p $(BUILD)/rv64-normal-os && cd $(BUILD)/rv64-normal-os && $(RV_CC) $(RV_FLAGS) -Os -c \
+		$(addprefix $(CURDIR)/,$(CORE_SRC))
+	@echo "core text+data at -Os: $$(riscv64-unknown-elf-size -t $(BUILD)/rv64-normal-os/*.o | tail -1 | \
+		awk '{print $$1+$$2}') bytes with messages, $$(riscv64-unknown-elf-size -t $(BUILD)/rv64-terse/*.o | \
+		tail -1 | awk '{print $$1+$$2}') bytes with OKPU_ERROR_TERSE"
 
 clean:
 	rm -rf $(BUILD) *.egg-info $(VENV)

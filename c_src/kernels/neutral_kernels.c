@@ -14,7 +14,7 @@
 
 /* ---- integer helpers (core/arith.h) ---- */
 
-int32_t v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode)
+int32_t okpu_v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode)
 {
     /* nncase passes the shift as uint8_t; a mode nncase has no name for takes its own rounding, half up */
     if (mode != OKPU_ROUND_SDK_CARRY && mode != OKPU_ROUND_HALF_EVEN)
@@ -22,7 +22,7 @@ int32_t v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode
     return okpu_wrap_i32(okpu_mul_shift(v, mul, (unsigned)(uint8_t)shift, mode));
 }
 
-int64_t v4_windowed_size(int64_t size, int64_t filter, int64_t stride, int64_t dilation, int64_t pad_before,
+int64_t okpu_v4_windowed_size(int64_t size, int64_t filter, int64_t stride, int64_t dilation, int64_t pad_before,
                          int64_t pad_after)
 {
     int64_t eff = (filter - 1) * dilation + 1;
@@ -33,7 +33,7 @@ int64_t v4_windowed_size(int64_t size, int64_t filter, int64_t stride, int64_t d
     return num / stride;
 }
 
-float v4_clampf(float v, float lo, float hi)
+float okpu_v4_clampf(float v, float lo, float hi)
 {
     return (v < lo) ? lo : ((hi < v) ? hi : v);
 }
@@ -70,13 +70,13 @@ static float bin_f(int op, float a, float b)
     }
 }
 
-void v4k_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
+void okpu_v4k_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
                 const int32_t so[4], int op, float lo, float hi)
 {
     if (same_shape(sa, sb)) {
         size_t i, n = prod4(sa);
         for (i = 0; i < n; i++)
-            WR(out, i, v4_clampf(bin_f(op, RD(a, i), RD(b, i)), lo, hi));
+            WR(out, i, okpu_v4_clampf(bin_f(op, RD(a, i), RD(b, i)), lo, hi));
     } else {
         int32_t d0, d1, d2, d3;
         for (d0 = 0; d0 < so[0]; d0++)
@@ -87,7 +87,7 @@ void v4k_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t 
                                          d3 < sa[3] ? d3 : 0);
                         size_t ib = off4(sb, d0 < sb[0] ? d0 : 0, d1 < sb[1] ? d1 : 0, d2 < sb[2] ? d2 : 0,
                                          d3 < sb[3] ? d3 : 0);
-                        WR(out, off4(so, d0, d1, d2, d3), v4_clampf(bin_f(op, RD(a, ia), RD(b, ib)), lo, hi));
+                        WR(out, off4(so, d0, d1, d2, d3), okpu_v4_clampf(bin_f(op, RD(a, ia), RD(b, ib)), lo, hi));
                     }
     }
 }
@@ -112,16 +112,16 @@ static int32_t bin_i(int op, int32_t a, int32_t b)
     }
 }
 
-static uint8_t qbin1(uint8_t av, uint8_t bv, int op, const v4_qbin_params *p, okpu_round_mode mode)
+static uint8_t qbin1(uint8_t av, uint8_t bv, int op, const okpu_v4_qbin_params *p, okpu_round_mode mode)
 {
-    int32_t a = v4_mul_shift(okpu_wrap_i32((int64_t)av + p->a_offset), p->a_mul, p->a_shift, mode);
-    int32_t b = v4_mul_shift(okpu_wrap_i32((int64_t)bv + p->b_offset), p->b_mul, p->b_shift, mode);
-    int32_t o = v4_mul_shift(bin_i(op, a, b), p->out_mul, p->out_shift, mode);
+    int32_t a = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)av + p->a_offset), p->a_mul, p->a_shift, mode);
+    int32_t b = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)bv + p->b_offset), p->b_mul, p->b_shift, mode);
+    int32_t o = okpu_v4_mul_shift(bin_i(op, a, b), p->out_mul, p->out_shift, mode);
     return okpu_clamp_u8((int64_t)o + p->out_offset);
 }
 
-void v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
-                          const int32_t so[4], int op, const v4_qbin_params *p, okpu_round_mode mode)
+void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
+                          const int32_t so[4], int op, const okpu_v4_qbin_params *p, okpu_round_mode mode)
 {
     if (same_shape(sa, sb)) {
         size_t i, n = prod4(sa);
@@ -144,7 +144,7 @@ void v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, cons
 
 /* ---- concat ---- */
 
-void v4k_concat(uint8_t *out, const uint8_t *const *inputs, const int32_t *dims, uint32_t count, uint32_t inner,
+void okpu_v4k_concat(uint8_t *out, const uint8_t *const *inputs, const int32_t *dims, uint32_t count, uint32_t inner,
                 uint32_t outer)
 {
     uint32_t oc, i;
@@ -165,12 +165,12 @@ static int tap_in(int64_t origin, int32_t k, int32_t dilation, int32_t size)
     return p >= 0 && p < size;
 }
 
-void v4k_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias, const int32_t in_shape[4],
-                int32_t groups, int32_t out_channels, const v4_window *w, float lo, float hi)
+void okpu_v4k_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias, const int32_t in_shape[4],
+                int32_t groups, int32_t out_channels, const okpu_v4_window *w, float lo, float hi)
 {
-    int32_t out_h = (int32_t)v4_windowed_size(in_shape[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+    int32_t out_h = (int32_t)okpu_v4_windowed_size(in_shape[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
                                               w->pad_h_after);
-    int32_t out_w = (int32_t)v4_windowed_size(in_shape[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+    int32_t out_w = (int32_t)okpu_v4_windowed_size(in_shape[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
                                               w->pad_w_after);
     int32_t g_ic = in_shape[1] / groups, g_oc = out_channels / groups;
     size_t plane = (size_t)in_shape[2] * (size_t)in_shape[3], ksz = (size_t)w->filter_h * (size_t)w->filter_w;
@@ -200,18 +200,18 @@ void v4k_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const u
                                 }
                             }
                         }
-                        WR(out, o++, v4_clampf(v, lo, hi));
+                        WR(out, o++, okpu_v4_clampf(v, lo, hi));
                     }
             }
 }
 
-void v4k_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
-                          const int32_t in_shape[4], int32_t groups, int32_t out_channels, const v4_window *w,
-                          const v4_qconv_params *p, okpu_round_mode mode)
+void okpu_v4k_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                          const int32_t in_shape[4], int32_t groups, int32_t out_channels, const okpu_v4_window *w,
+                          const okpu_v4_qconv_params *p, okpu_round_mode mode)
 {
-    int32_t out_h = (int32_t)v4_windowed_size(in_shape[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+    int32_t out_h = (int32_t)okpu_v4_windowed_size(in_shape[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
                                               w->pad_h_after);
-    int32_t out_w = (int32_t)v4_windowed_size(in_shape[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+    int32_t out_w = (int32_t)okpu_v4_windowed_size(in_shape[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
                                               w->pad_w_after);
     int32_t g_ic = in_shape[1] / groups, g_oc = out_channels / groups;
     size_t plane = (size_t)in_shape[2] * (size_t)in_shape[3], ksz = (size_t)w->filter_h * (size_t)w->filter_w;
@@ -245,14 +245,14 @@ void v4k_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weight
                                 }
                             }
                         }
-                        r = v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                        r = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
                         out[o++] = okpu_clamp_u8((int64_t)r + p->output_offset);
                     }
             }
 }
 
-void v4k_conv2d_transpose(const uint8_t *in, uint8_t *out, const uint8_t *weights, const int32_t in_shape[4],
-                          const int32_t out_shape[4], int32_t groups, const v4_window *w, float lo, float hi)
+void okpu_v4k_conv2d_transpose(const uint8_t *in, uint8_t *out, const uint8_t *weights, const int32_t in_shape[4],
+                          const int32_t out_shape[4], int32_t groups, const okpu_v4_window *w, float lo, float hi)
 {
     size_t total = prod4(out_shape), i, ii = 0;
     int32_t g_ic = in_shape[1] / groups, g_oc = out_shape[1] / groups;
@@ -287,12 +287,12 @@ void v4k_conv2d_transpose(const uint8_t *in, uint8_t *out, const uint8_t *weight
                         }
                     }
     for (i = 0; i < total; i++)
-        WR(out, i, v4_clampf(RD(out, i), lo, hi));
+        WR(out, i, okpu_v4_clampf(RD(out, i), lo, hi));
 }
 
 /* ---- quantize / dequantize ---- */
 
-void v4k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
+void okpu_v4k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
 {
     float s = 1.0f / scale;
     float z = (float)(-(int64_t)zero_point) * s;
@@ -320,7 +320,7 @@ static float round_half_even(float v)
     return (fmodf(fl, 2.0f) == 0.0f) ? fl : fl + 1.0f;
 }
 
-void v4k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
+void okpu_v4k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
 {
     float z = (float)zero_point;
     uint32_t i, pairs = count / 2u * 2u;
@@ -336,7 +336,7 @@ void v4k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_
 
 /* ---- matmul ---- */
 
-void v4k_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, const uint8_t *bias, int32_t a_rows, int32_t a_cols,
+void okpu_v4k_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, const uint8_t *bias, int32_t a_rows, int32_t a_cols,
                 int32_t b_cols, float lo, float hi)
 {
     int32_t r, c, i;
@@ -345,11 +345,11 @@ void v4k_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, const uint8_t 
             float v = RD(bias, c);
             for (i = 0; i < a_cols; i++)
                 v = fmaf(RD(a, (size_t)r * a_cols + i), RD(b, (size_t)i * b_cols + c), v);
-            WR(out, (size_t)r * b_cols + c, v4_clampf(v, lo, hi));
+            WR(out, (size_t)r * b_cols + c, okpu_v4_clampf(v, lo, hi));
         }
 }
 
-void v4k_quantized_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, const uint8_t *bias, int32_t a_rows,
+void okpu_v4k_quantized_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, const uint8_t *bias, int32_t a_rows,
                           int32_t a_cols, int32_t b_cols, int32_t a_offset, int32_t b_offset, int32_t out_mul,
                           int32_t out_shift, int32_t out_offset, okpu_round_mode mode)
 {
@@ -363,14 +363,14 @@ void v4k_quantized_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out, cons
                 int32_t bv = okpu_wrap_i32((int64_t)b[(size_t)i * b_cols + c] + b_offset);
                 acc += (uint32_t)okpu_wrap_i32((int64_t)av * bv);
             }
-            v = v4_mul_shift((int32_t)okpu_wrap_i32((int64_t)acc), out_mul, out_shift, mode);
+            v = okpu_v4_mul_shift((int32_t)okpu_wrap_i32((int64_t)acc), out_mul, out_shift, mode);
             out[(size_t)r * b_cols + c] = okpu_clamp_u8((int64_t)v + out_offset);
         }
 }
 
 /* ---- pad / transpose / slice ---- */
 
-void v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
+void okpu_v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
              const uint8_t pad_value[4], uint32_t es)
 {
     int32_t os[4], d[4], k;
@@ -395,7 +395,7 @@ void v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const i
                 }
 }
 
-void v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4], uint32_t es)
+void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4], uint32_t es)
 {
     int32_t os[4], o[4], i[4], k;
     for (k = 0; k < 4; k++)
@@ -422,7 +422,7 @@ static int slice_more(int64_t i, int64_t stop, int64_t stride)
     return stride > 0 ? i < stop : i > stop;
 }
 
-void v4k_strided_slice(const uint8_t *in, uint8_t *out, const int32_t s[4], const int32_t begin[4],
+void okpu_v4k_strided_slice(const uint8_t *in, uint8_t *out, const int32_t s[4], const int32_t begin[4],
                        const int32_t end[4], const int32_t strides[4], uint32_t es)
 {
     int64_t d0, d1, d2, d3; /* 64-bit: d += stride past end overflows int32 (end near INT32_MAX, large stride) */
@@ -446,7 +446,7 @@ static float red_f(int op, float acc, float v)
     }
 }
 
-void v4k_reduce(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const int32_t os[4], float init)
+void okpu_v4k_reduce(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const int32_t os[4], float init)
 {
     size_t i, n_out = prod4(os), n_in = prod4(is);
     int32_t d0, d1, d2, d3;
@@ -472,12 +472,12 @@ static float window_out(int op, float v, int32_t k)
     return op == V4_RED_MEAN ? v / (float)k : v;
 }
 
-void v4k_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const v4_window *w, float init,
+void okpu_v4k_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const okpu_v4_window *w, float init,
                          float lo, float hi)
 {
-    int32_t out_h = (int32_t)v4_windowed_size(is[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+    int32_t out_h = (int32_t)okpu_v4_windowed_size(is[2], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
                                               w->pad_h_after);
-    int32_t out_w = (int32_t)v4_windowed_size(is[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+    int32_t out_w = (int32_t)okpu_v4_windowed_size(is[3], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
                                               w->pad_w_after);
     size_t o = 0;
     int32_t n, c, oy, ox, ky, kx;
@@ -498,17 +498,17 @@ void v4k_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int32_t 
                             k++;
                         }
                     }
-                    WR(out, o++, v4_clampf(window_out(op, v, k), lo, hi));
+                    WR(out, o++, okpu_v4_clampf(window_out(op, v, k), lo, hi));
                 }
 }
 
-void v4k_cpu_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const v4_window *w,
+void okpu_v4k_cpu_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const okpu_v4_window *w,
                              float init, float lo, float hi)
 {
     /* NHWC: is = {n, h, w, c} */
-    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+    int32_t out_h = (int32_t)okpu_v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
                                               w->pad_h_after);
-    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+    int32_t out_w = (int32_t)okpu_v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
                                               w->pad_w_after);
     size_t o = 0;
     int32_t n, c, oy, ox, ky, kx;
@@ -529,7 +529,7 @@ void v4k_cpu_reduce_window2d(const uint8_t *in, uint8_t *out, int op, const int3
                             k++;
                         }
                     }
-                    WR(out, o++, v4_clampf(window_out(op, v, k), lo, hi));
+                    WR(out, o++, okpu_v4_clampf(window_out(op, v, k), lo, hi));
                 }
             }
 }
@@ -541,7 +541,7 @@ static float rd_elem(const uint8_t *p, size_t i, uint32_t es)
     return es == 4 ? RD(p, i) : (float)p[i];
 }
 
-void v4k_resize(const uint8_t *in, uint8_t *out, const int32_t is[4], int32_t out_h, int32_t out_w, int mode,
+void okpu_v4k_resize(const uint8_t *in, uint8_t *out, const int32_t is[4], int32_t out_h, int32_t out_w, int mode,
                 int align_corners, uint32_t es)
 {
     float hs = (float)is[2] / (float)out_h, ws = (float)is[3] / (float)out_w;
@@ -594,7 +594,7 @@ void v4k_resize(const uint8_t *in, uint8_t *out, const int32_t is[4], int32_t ou
 
 /* ---- softmax / unary / lookup ---- */
 
-void v4k_softmax(const uint8_t *in, uint8_t *out, int32_t inner, int32_t outer, float beta)
+void okpu_v4k_softmax(const uint8_t *in, uint8_t *out, int32_t inner, int32_t outer, float beta)
 {
     int32_t b, i;
     for (b = 0; b < outer; b++) {
@@ -615,7 +615,7 @@ void v4k_softmax(const uint8_t *in, uint8_t *out, int32_t inner, int32_t outer, 
     }
 }
 
-float v4_unary_apply(int op, float a)
+float okpu_v4_unary_apply(int op, float a)
 {
     switch (op) {
     case V4_UN_ABS: return fabsf(a);
@@ -631,14 +631,14 @@ float v4_unary_apply(int op, float a)
     }
 }
 
-void v4k_unary(const uint8_t *in, uint8_t *out, uint32_t count, int op)
+void okpu_v4k_unary(const uint8_t *in, uint8_t *out, uint32_t count, int op)
 {
     uint32_t i;
     for (i = 0; i < count; i++)
-        WR(out, i, v4_unary_apply(op, RD(in, i)));
+        WR(out, i, okpu_v4_unary_apply(op, RD(in, i)));
 }
 
-void v4k_table_lookup1d(const uint8_t *in, uint8_t *out, uint32_t count, const uint8_t *table)
+void okpu_v4k_table_lookup1d(const uint8_t *in, uint8_t *out, uint32_t count, const uint8_t *table)
 {
     uint32_t i;
     for (i = 0; i < count; i++)
@@ -647,12 +647,12 @@ void v4k_table_lookup1d(const uint8_t *in, uint8_t *out, uint32_t count, const u
 
 /* ---- CPU NHWC convolutions ---- */
 
-void v4k_cpu_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
-                    const int32_t is[4], int32_t out_channels, const v4_window *w, float lo, float hi)
+void okpu_v4k_cpu_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                    const int32_t is[4], int32_t out_channels, const okpu_v4_window *w, float lo, float hi)
 {
-    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+    int32_t out_h = (int32_t)okpu_v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
                                               w->pad_h_after);
-    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+    int32_t out_w = (int32_t)okpu_v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
                                               w->pad_w_after);
     size_t o = 0;
     int32_t n, oy, ox, oc, ky, kx, ic;
@@ -676,17 +676,17 @@ void v4k_cpu_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, con
                                 v = fmaf(RD(in, ip + ic), RD(weights, wp + ic), v);
                         }
                     }
-                    WR(out, o++, v4_clampf(v, lo, hi));
+                    WR(out, o++, okpu_v4_clampf(v, lo, hi));
                 }
             }
 }
 
-void v4k_cpu_depthwise_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
-                              const int32_t is[4], const v4_window *w, float lo, float hi)
+void okpu_v4k_cpu_depthwise_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                              const int32_t is[4], const okpu_v4_window *w, float lo, float hi)
 {
-    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+    int32_t out_h = (int32_t)okpu_v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
                                               w->pad_h_after);
-    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+    int32_t out_w = (int32_t)okpu_v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
                                               w->pad_w_after);
     size_t o = 0;
     int32_t n, oy, ox, oc, ky, kx;
@@ -707,18 +707,18 @@ void v4k_cpu_depthwise_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *we
                                      RD(weights, wb + (size_t)ky * w->filter_w + kx), v);
                         }
                     }
-                    WR(out, o++, v4_clampf(v, lo, hi));
+                    WR(out, o++, okpu_v4_clampf(v, lo, hi));
                 }
             }
 }
 
 static void cpu_qconv(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias, const int32_t is[4],
-                      int32_t out_channels, int depthwise, const v4_window *w, const v4_qconv_params *p,
+                      int32_t out_channels, int depthwise, const okpu_v4_window *w, const okpu_v4_qconv_params *p,
                       okpu_round_mode mode)
 {
-    int32_t out_h = (int32_t)v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
+    int32_t out_h = (int32_t)okpu_v4_windowed_size(is[1], w->filter_h, w->stride_h, w->dilation_h, w->pad_h_before,
                                               w->pad_h_after);
-    int32_t out_w = (int32_t)v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
+    int32_t out_w = (int32_t)okpu_v4_windowed_size(is[2], w->filter_w, w->stride_w, w->dilation_w, w->pad_w_before,
                                               w->pad_w_after);
     size_t o = 0;
     int32_t n, oy, ox, oc, ky, kx, ic;
@@ -753,21 +753,21 @@ static void cpu_qconv(const uint8_t *in, uint8_t *out, const uint8_t *weights, c
                             }
                         }
                     }
-                    r = v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                    r = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
                     out[o++] = okpu_clamp_u8((int64_t)okpu_wrap_i32((int64_t)r + p->output_offset));
                 }
             }
 }
 
-void v4k_cpu_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
-                              const int32_t in_shape[4], int32_t out_channels, const v4_window *win,
-                              const v4_qconv_params *p, okpu_round_mode mode)
+void okpu_v4k_cpu_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                              const int32_t in_shape[4], int32_t out_channels, const okpu_v4_window *win,
+                              const okpu_v4_qconv_params *p, okpu_round_mode mode)
 {
     cpu_qconv(in, out, weights, bias, in_shape, out_channels, 0, win, p, mode);
 }
 
-void v4k_cpu_quantized_depthwise_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
-                                        const int32_t in_shape[4], const v4_window *win, const v4_qconv_params *p,
+void okpu_v4k_cpu_quantized_depthwise_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *weights, const uint8_t *bias,
+                                        const int32_t in_shape[4], const okpu_v4_window *win, const okpu_v4_qconv_params *p,
                                         okpu_round_mode mode)
 {
     cpu_qconv(in, out, weights, bias, in_shape, 0, 1, win, p, mode);

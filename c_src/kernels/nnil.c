@@ -21,7 +21,7 @@ static int nnil_effect(uint8_t op, int *pops, int *pushes)
     return -1;
 }
 
-int nnil_check(const uint8_t *prog, size_t size, size_t *length, size_t *bad_offset, const char **why)
+int okpu_nnil_check(const uint8_t *prog, size_t size, size_t *length, size_t *bad_offset, const char **why)
 {
     size_t pc = 0;
     int depth = 0;
@@ -64,7 +64,7 @@ int nnil_check(const uint8_t *prog, size_t size, size_t *length, size_t *bad_off
     return -1;
 }
 
-float nnil_eval(const uint8_t *prog, size_t length, float x)
+float okpu_nnil_eval(const uint8_t *prog, size_t length, float x)
 {
     float st[NNIL_STACK_MAX + 1];
     int top = 0;
@@ -84,12 +84,12 @@ float nnil_eval(const uint8_t *prog, size_t length, float x)
             c = st[--top];
             b = st[--top];
             a = st[--top];
-            st[top++] = v4_clampf(a, b, c);
+            st[top++] = okpu_v4_clampf(a, b, c);
             break;
         case NNIL_RET: return st[top - 1];
         default:
             if (op >= NNIL_ABS && op <= NNIL_SQUARE) {
-                st[top - 1] = v4_unary_apply(op - NNIL_ABS, st[top - 1]);
+                st[top - 1] = okpu_v4_unary_apply(op - NNIL_ABS, st[top - 1]);
             } else { /* binary 0x40-0x45: pop b, then a */
                 b = st[--top];
                 a = st[--top];
@@ -109,9 +109,9 @@ float nnil_eval(const uint8_t *prog, size_t length, float x)
     return 0.0f; /* not reached for a checked program */
 }
 
-void nnil_unary(const uint8_t *prog, size_t length, const uint8_t *in, uint8_t *out, uint32_t count)
+void okpu_nnil_unary(const uint8_t *prog, size_t length, const uint8_t *in, uint8_t *out, uint32_t count)
 {
     uint32_t i;
     for (i = 0; i < count; i++)
-        okpu_wr_f32(out + (size_t)i * 4u, nnil_eval(prog, length, okpu_rd_f32(in + (size_t)i * 4u)));
+        okpu_wr_f32(out + (size_t)i * 4u, okpu_nnil_eval(prog, length, okpu_rd_f32(in + (size_t)i * 4u)));
 }

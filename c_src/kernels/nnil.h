@@ -22,12 +22,12 @@ enum {
  * <= NNIL_STACK_MAX, and a ret reached (with a value on the stack) before the end. Returns 0 when valid, else -1 and
  * fills *bad_offset (byte offset in the program) and *why (static text). *length gets the bytes up to and
  * including the ret. */
-int nnil_check(const uint8_t *prog, size_t size, size_t *length, size_t *bad_offset, const char **why);
+int okpu_nnil_check(const uint8_t *prog, size_t size, size_t *length, size_t *bad_offset, const char **why);
 
 /* Run a checked program on one value. */
-float nnil_eval(const uint8_t *prog, size_t length, float x);
+float okpu_nnil_eval(const uint8_t *prog, size_t length, float x);
 
 /* Apply to count little-endian floats (in and out may be the same buffer). */
-void nnil_unary(const uint8_t *prog, size_t length, const uint8_t *in, uint8_t *out, uint32_t count);
+void okpu_nnil_unary(const uint8_t *prog, size_t length, const uint8_t *in, uint8_t *out, uint32_t count);
 
 #endif

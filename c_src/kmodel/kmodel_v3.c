@@ -602,8 +602,8 @@ static int dec_cwdq(v3_ctx *c)
 static int dec_conv(v3_ctx *c)
 {
     okpu_model *m = c->m;
-    kpu_layer_job j;
-    const kpu_args *a = &j.args;
+    okpu_kpu_layer_job j;
+    const okpu_kpu_args *a = &j.args;
     uint32_t flags = fld(c, 0), out = fld(c, 1);
     uint32_t layer_off = fld(c, 2), w_off = fld(c, 3), bn_off = fld(c, 4), act_off = fld(c, 5);
     uint64_t src_rows, dst_rows, out_bytes;
@@ -612,11 +612,11 @@ static int dec_conv(v3_ctx *c)
     memset(&j, 0, sizeof j);
     TRY(body_rng(c, "layer argument (96 bytes, layer_offset)", layer_off, KPU_ARGS_BYTES));
     j.raw_args = m->data + layer_off;
-    kpu_args_decode(j.raw_args, &j.args);
-    TRY(kpu_args_check(a, c->idx, (long)layer_off, c->err));
+    okpu_kpu_args_decode(j.raw_args, &j.args);
+    TRY(okpu_kpu_args_check(a, c->idx, (long)layer_off, c->err));
     TRY(body_rng(c, eight ? "8-bit weights (weights_offset)" : "16-bit weights (weights_offset)", w_off,
-                 kpu_weights_bytes(a, eight)));
-    TRY(body_rng(c, "batch-norm table (bn_offset)", bn_off, kpu_bn_bytes(a)));
+                 okpu_kpu_weights_bytes(a, eight)));
+    TRY(body_rng(c, "batch-norm table (bn_offset)", bn_off, okpu_kpu_bn_bytes(a)));
     TRY(body_rng(c, "activation table (act_offset)", act_off, KPU_ACT_TABLE_BYTES));
     j.weights = m->data + w_off;
     j.bn = m->data + bn_off;
@@ -625,8 +625,8 @@ static int dec_conv(v3_ctx *c)
     j.main_out = NULL; /* the step sets it */
     j.layer = c->idx;
 
-    src_rows = kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
-    dst_rows = kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
+    src_rows = okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
+    dst_rows = okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
     TRY(kpu_rng(c, 2, "input feature map", a->image_src_addr, src_rows));
     TRY(kpu_rng(c, 2, "output feature map", a->image_dst_addr, dst_rows));
     okpu_model_touch_kpu_rows(m, a->image_src_addr, (uint32_t)src_rows);
@@ -667,7 +667,7 @@ static int dec_conv(v3_ctx *c)
     c->L->info.kernel_type = (int)a->kernel_type;
     c->L->info.pool_type = (int)a->pool_type;
     c->L->info.para_size = a->para_size;
-    c->L->info.macs = kpu_args_macs(a);
+    c->L->info.macs = okpu_kpu_args_macs(a);
     set_work(c, c->L->info.macs);
     set_map(c->L, a->image_dst_addr, a->out_width, a->out_height, a->out_channels);
     return OKPU_OK;
@@ -718,7 +718,7 @@ static int dec_upload(v3_ctx *c)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 12u,
                    "map %lux%lux%lu: expected width, height and channels of 1..4096", (unsigned long)w,
                    (unsigned long)h, (unsigned long)ch);
-    rows = kpu_layout_rows(w, h, ch);
+    rows = okpu_kpu_layout_rows(w, h, ch);
     TRY(main_rng(c, 1, "input", in, (uint64_t)w * h * ch));
     TRY(kpu_rng(c, 2, "output map", row, rows));
     okpu_model_touch_kpu_rows(c->m, row, rows);
@@ -897,7 +897,7 @@ static int v3_input(okpu_model *m, okpu_error *err)
     in->t.n = 1;
     in->t.layer = -1;
     if (L0->type == V3_K210_CONV) {
-        const kpu_args *a = &((const okpu_kpu_conv_args *)L0->step.args)->job.args;
+        const okpu_kpu_args *a = &((const okpu_kpu_conv_args *)L0->step.args)->job.args;
         in->mem = OKPU_MEM_KPU;
         in->offset = a->image_src_addr;
         in->t.dtype = OKPU_DTYPE_U8;

@@ -405,7 +405,7 @@ static int no_overlap(v4_cx *cx, const v4_node *n)
 
 /* ---- windows ---- */
 
-static int rd_window(v4_cx *cx, v4_window *w)
+static int rd_window(v4_cx *cx, okpu_v4_window *w)
 {
     TRY(rd_i32(cx, &w->pad_h_before, "padding_h.before"));
     TRY(rd_i32(cx, &w->pad_h_after, "padding_h.after"));
@@ -432,11 +432,11 @@ static int rd_window(v4_cx *cx, v4_window *w)
 }
 
 /* output h, w of the window over (h, w) */
-static int window_out(v4_cx *cx, const v4_window *win, int32_t h, int32_t w, int32_t *oh, int32_t *ow)
+static int window_out(v4_cx *cx, const okpu_v4_window *win, int32_t h, int32_t w, int32_t *oh, int32_t *ow)
 {
-    int64_t a = v4_windowed_size(h, win->filter_h, win->stride_h, win->dilation_h, win->pad_h_before,
+    int64_t a = okpu_v4_windowed_size(h, win->filter_h, win->stride_h, win->dilation_h, win->pad_h_before,
                                  win->pad_h_after);
-    int64_t b = v4_windowed_size(w, win->filter_w, win->stride_w, win->dilation_w, win->pad_w_before,
+    int64_t b = okpu_v4_windowed_size(w, win->filter_w, win->stride_w, win->dilation_w, win->pad_w_before,
                                  win->pad_w_after);
     if (a < 1 || b < 1 || a > V4_MAX_DIM || b > V4_MAX_DIM)
         return nfail(cx,
@@ -450,7 +450,7 @@ static int window_out(v4_cx *cx, const v4_window *win, int32_t h, int32_t w, int
 }
 
 /* Report a windowed node's maps (w, h, c; all already checked positive) and window in its layer info. */
-static void window_info(v4_cx *cx, const v4_window *w, int32_t wi, int32_t hi, int32_t ci, int32_t wo, int32_t ho,
+static void window_info(v4_cx *cx, const okpu_v4_window *w, int32_t wi, int32_t hi, int32_t ci, int32_t wo, int32_t ho,
                         int32_t co)
 {
     okpu_layer_info *I = &cx->m->layers[cx->idx].info;
@@ -460,7 +460,7 @@ static void window_info(v4_cx *cx, const v4_window *w, int32_t wi, int32_t hi, i
     I->stride_w = (uint32_t)w->stride_w, I->stride_h = (uint32_t)w->stride_h;
 }
 
-static uint64_t window_taps(const v4_window *w)
+static uint64_t window_taps(const okpu_v4_window *w)
 {
     return okpu_sat_mul((uint64_t)w->filter_h, (uint64_t)w->filter_w);
 }
@@ -486,8 +486,8 @@ static int span_size(v4_cx *cx, const char *what, uint64_t e, uint64_t a, uint64
 static const char *const qconv_names[5] = {"input_offset", "filter_offset", "output_mul", "output_shift",
                                            "output_offset"};
 
-/* The quantization fields of the quantized convolutions (v4_qconv_params order). */
-static int rd_qconv(v4_cx *cx, v4_qconv_params *q)
+/* The quantization fields of the quantized convolutions (okpu_v4_qconv_params order). */
+static int rd_qconv(v4_cx *cx, okpu_v4_qconv_params *q)
 {
     int32_t v[5];
     TRY(rd_i32s(cx, v, 5, qconv_names));
@@ -668,7 +668,7 @@ static int conv_common(v4_cx *cx, v4_node *n, int quant, okpu_v4_conv_args *a)
 }
 
 /* weights of a grouped NCHW convolution: oc x ic/groups x filter_h x filter_w elements of e bytes */
-static int conv_weights(v4_cx *cx, int32_t oc, const int32_t in_shape[4], int32_t groups, const v4_window *w,
+static int conv_weights(v4_cx *cx, int32_t oc, const int32_t in_shape[4], int32_t groups, const okpu_v4_window *w,
                         uint64_t e, uint64_t *bytes)
 {
     return span_size(cx, "weights (oc x ic/groups x filter_h x filter_w)", e, (uint64_t)oc,
@@ -1124,7 +1124,7 @@ static int d_nnil_unary_method(v4_cx *cx, v4_node *n)
     /* the program is the rest of the body (nncase read_avail); zero padding decodes as nop. It stays in the file. */
     start = cx->pos; /* after the two ranges: 32; rd_mr guarantees avail >= start */
     a->program = cx->body + start;
-    if (nnil_check(a->program, cx->avail - start, &a->length, &bad, &why) != 0)
+    if (okpu_nnil_check(a->program, cx->avail - start, &a->length, &bad, &why) != 0)
         return nfail_at(cx, start + (uint32_t)bad, "nnil program (%lu bytes from body offset %lu) at its byte %lu: %s",
                         (unsigned long)(cx->avail - start), (unsigned long)start, (unsigned long)bad, why);
     a->in = src_ptr(cx, &n->in);
@@ -1240,7 +1240,7 @@ static int d_kpu_upload(v4_cx *cx, v4_node *n)
     if (sa[1] > 1024 || sa[2] > 256 || sa[3] > 512)
         return nfail(cx, "in_shape [%ld, %ld, %ld, %ld] exceeds the KPU's limits (C <= 1024, H <= 256, W <= 512)",
                      (long)sa[0], (long)sa[1], (long)sa[2], (long)sa[3]);
-    per = kpu_layout_rows((uint32_t)sa[3], (uint32_t)sa[2], (uint32_t)sa[1]);
+    per = okpu_kpu_layout_rows((uint32_t)sa[3], (uint32_t)sa[2], (uint32_t)sa[1]);
     rows = (uint64_t)sa[0] * per;
     TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_U8, cin));
     TRY(mr_at(cx, at + 16, &n->out, "output", 1u << MT_KPU, DT_U8, UINT64_MAX));
@@ -1282,7 +1282,7 @@ static int skip_padding(v4_cx *cx, uint32_t count, const char *field, const char
 static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
 {
     okpu_kpu_conv_args *a;
-    kpu_args *k;
+    okpu_kpu_args *k;
     okpu_layer_info *I = &cx->m->layers[cx->idx].info;
     int32_t batches, reserved;
     uint32_t at_args;
@@ -1300,10 +1300,10 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
     TRY(rd_i32(cx, &reserved, "reserved0"));
     at_args = cx->pos;
     TRY(rd_span(cx, &a->job.raw_args, KPU_ARGS_BYTES, "the 96-byte kpu_layer_argument_t"));
-    kpu_args_decode(a->job.raw_args, k);
-    TRY(kpu_args_check(k, cx->idx, (long)(cx->body_off + at_args), cx->err));
-    a->in_rows = kpu_layout_rows(k->in_width, k->in_height, k->in_channels);
-    a->out_rows = kpu_layout_rows(k->out_width, k->out_height, k->out_channels);
+    okpu_kpu_args_decode(a->job.raw_args, k);
+    TRY(okpu_kpu_args_check(k, cx->idx, (long)(cx->body_off + at_args), cx->err));
+    a->in_rows = okpu_kpu_layout_rows(k->in_width, k->in_height, k->in_channels);
+    a->out_rows = okpu_kpu_layout_rows(k->out_width, k->out_height, k->out_channels);
     if ((uint64_t)k->image_src_addr + (uint64_t)a->in_rows * batches > OKPU_KPU_RAM_ROWS ||
         (uint64_t)k->image_dst_addr + (uint64_t)a->out_rows * batches > OKPU_KPU_RAM_ROWS)
         return nfail_at(cx, at_args + 8,
@@ -1319,12 +1319,12 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
                         (unsigned long long)(map_out * (uint64_t)batches));
     TRY(skip_padding(cx, k->bwsx_base_addr, "bwsx_base_addr",
                      "padding before the batch-norm table (bwsx_base_addr bytes)"));
-    TRY(rd_span(cx, &a->job.bn, (uint64_t)kpu_bn_bytes(k), "the batch-norm table (8 bytes x out channels)"));
+    TRY(rd_span(cx, &a->job.bn, (uint64_t)okpu_kpu_bn_bytes(k), "the batch-norm table (8 bytes x out channels)"));
     TRY(skip_padding(cx, k->active_addr, "active_addr", "padding before the activation table (active_addr bytes)"));
     TRY(rd_span(cx, &a->job.act, KPU_ACT_TABLE_BYTES, "the 144-byte activation table"));
     TRY(skip_padding(cx, k->para_start_addr, "para_start_addr",
                      "padding before the weights (para_start_addr bytes)"));
-    TRY(rd_span(cx, &a->job.weights, (uint64_t)kpu_weights_bytes(k, 1), "the u8 weights"));
+    TRY(rd_span(cx, &a->job.weights, (uint64_t)okpu_kpu_weights_bytes(k, 1), "the u8 weights"));
     a->job.eight_bit = 1;
     a->job.layer = cx->idx;
     a->job.main_out = n->out.size ? OKPU_MAIN(cx->m, n->out.start) : NULL;
@@ -1352,8 +1352,8 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
     I->kernel_type = (int)k->kernel_type;
     I->pool_type = (int)k->pool_type;
     I->para_size = k->para_size;
-    I->macs = kpu_args_macs(k) * (uint64_t)batches;
-    n->work = okpu_sat_mul(kpu_args_macs(k), (uint64_t)batches);
+    I->macs = okpu_kpu_args_macs(k) * (uint64_t)batches;
+    n->work = okpu_sat_mul(okpu_kpu_args_macs(k), (uint64_t)batches);
     return OKPU_OK;
 }
 
@@ -1380,7 +1380,7 @@ static const v4_op *find_op(uint32_t opcode)
     return NULL;
 }
 
-const char *kmodel_v4_opcode_name(uint32_t opcode)
+const char *okpu_v4_opcode_name(uint32_t opcode)
 {
     const v4_op *op = find_op(opcode);
     return op ? op->name : NULL;
@@ -1482,7 +1482,7 @@ static int parse_io(okpu_model *m, okpu_error *err, uint32_t ninputs, uint32_t n
                 return hfail(err, OKPU_ERR_KMODEL_FORMAT, at,
                              "KPU input %lu starts at byte %lu of KPU RAM, not on a 64-byte row", (unsigned long)i,
                              (unsigned long)r.start);
-            rows = kpu_layout_rows((uint32_t)s[3], (uint32_t)s[2], (uint32_t)s[1]);
+            rows = okpu_kpu_layout_rows((uint32_t)s[3], (uint32_t)s[2], (uint32_t)s[1]);
             if ((uint64_t)r.start / 64u + rows > OKPU_KPU_RAM_ROWS)
                 return hfail(err, OKPU_ERR_KMODEL_FORMAT, at,
                              "KPU input %lu needs %lu rows from row %lu, past the 32768 rows of KPU RAM",

@@ -17,6 +17,6 @@ enum kmodel_v4_opcode {
 };
 
 /* Name of a v4 opcode as nncase spells it ("binary", "kpu_conv2d", ...), or NULL when unknown. */
-const char *kmodel_v4_opcode_name(uint32_t opcode);
+const char *okpu_v4_opcode_name(uint32_t opcode);
 
 #endif

@@ -17,20 +17,21 @@
 
 static const char v5_redo[] = "the file is truncated or corrupt - copy it again or recompile it with nncase 1.x";
 
-uint32_t v5_dtype_size(uint32_t dt)
+uint32_t okpu_v5_dtype_size(uint32_t dt)
 {
     static const uint8_t sizes[12] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2};
     return dt < 12u ? sizes[dt] : 0u;
 }
 
-const char *v5_dtype_name(uint32_t dt)
+const char *okpu_v5_dtype_name(uint32_t dt)
 {
     static const char *const names[12] = {"i8",  "i16", "i32", "i64", "u8",  "u16",
                                           "u32", "u64", "f16", "f32", "f64", "bf16"};
     return dt < 12u ? names[dt] : "unknown";
 }
 
-int v5_fail(const v5_cx *cx, int code, long where, const char *fmt, ...)
+/* (okpu_v5_fail): not expanded by the terse macro; terse builds never call it. */
+int(okpu_v5_fail)(const v5_cx *cx, int code, long where, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -41,7 +42,7 @@ int v5_fail(const v5_cx *cx, int code, long where, const char *fmt, ...)
                      msg);
 }
 
-uint64_t v5_pool_size(const v5_cx *cx, const v5_addr *a)
+uint64_t okpu_v5_pool_size(const v5_cx *cx, const v5_addr *a)
 {
     switch (a->pool) {
     case V5_POOL_IN:
@@ -59,7 +60,7 @@ uint64_t v5_pool_size(const v5_cx *cx, const v5_addr *a)
     }
 }
 
-uint8_t *v5_ptr(const v5_cx *cx, const v5_addr *a)
+uint8_t *okpu_v5_ptr(const v5_cx *cx, const v5_addr *a)
 {
     okpu_model *m = cx->m;
     switch (a->pool) {
@@ -78,7 +79,7 @@ uint8_t *v5_ptr(const v5_cx *cx, const v5_addr *a)
     }
 }
 
-int v5_next_step(v5_cx *cx, okpu_step_kind kind, uint32_t type, const char *name, long where, uint32_t bytes,
+int okpu_v5_next_step(v5_cx *cx, okpu_step_kind kind, uint32_t type, const char *name, long where, uint32_t bytes,
                  void **args)
 {
     okpu_layer *L;
@@ -133,7 +134,7 @@ static int need(const v5_cx *cx, uint64_t at, uint64_t bytes, uint64_t hi, const
 {
     if (at <= hi && bytes <= hi - at)
         return OKPU_OK;
-    return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)at,
+    return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)at,
                    "%s at byte %llu: expected %llu bytes inside %s (which ends at byte %llu), found only %lld; %s",
                    what, (unsigned long long)at, (unsigned long long)bytes, inside, (unsigned long long)hi,
                    (long long)(at <= hi ? hi - at : 0), v5_redo);
@@ -157,19 +158,19 @@ static int parse_descs(const v5_cx *cx, const v5_module *mod, uint32_t mi, uint3
             io->r.start = okpu_rd_u32(d + pos + 4);
             io->r.size = okpu_rd_u32(d + pos + 8);
             if (io->r.loc != (group ? V5_LOC_OUTPUT : V5_LOC_INPUT))
-                return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+                return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                                "module %lu (%s) function %lu %s %lu: memory_range at byte %llu has location %u, "
                                "expected %u (%s); %s",
                                (unsigned long)mi, mod->type, (unsigned long)fi, kind, (unsigned long)k,
                                (unsigned long long)pos, io->r.loc, group ? V5_LOC_OUTPUT : V5_LOC_INPUT, kind, v5_redo);
-            if (!v5_dtype_size(io->r.dt))
-                return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos + 1,
+            if (!okpu_v5_dtype_size(io->r.dt))
+                return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos + 1,
                                "module %lu function %lu %s %lu: datatype code %u at byte %llu is not one of nncase's "
                                "0..11 (i8 .. bf16); %s",
                                (unsigned long)mi, (unsigned long)fi, kind, (unsigned long)k, io->r.dt,
                                (unsigned long long)pos + 1, v5_redo);
             if (io->r.start > pool || io->r.size > pool - io->r.start)
-                return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos + 4,
+                return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos + 4,
                                "module %lu function %lu %s %lu at byte %llu: range %lu + %lu bytes ends past the "
                                "function's %s pool of %lu bytes; %s",
                                (unsigned long)mi, (unsigned long)fi, kind, (unsigned long)k,
@@ -184,7 +185,7 @@ static int parse_descs(const v5_cx *cx, const v5_module *mod, uint32_t mi, uint3
             TRY(need(cx, pos, 4, end, "a shape's rank", "its function blob"));
             io->rank = okpu_rd_u32(d + pos);
             if (io->rank > OKPU_V5_MAX_RANK)
-                return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+                return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                                "module %lu function %lu %s %lu: shape rank %lu at byte %llu; expected at most %u "
                                "dimensions; %s",
                                (unsigned long)mi, (unsigned long)fi, kind, (unsigned long)k, (unsigned long)io->rank,
@@ -195,12 +196,12 @@ static int parse_descs(const v5_cx *cx, const v5_module *mod, uint32_t mi, uint3
                 if (okpu_mul_ovf(elems, io->dims[r], OKPU_SIZE_LIMIT, &elems))
                     elems = OKPU_SIZE_LIMIT + 1u;
             }
-            if (elems > OKPU_SIZE_LIMIT || elems * v5_dtype_size(io->r.dt) > io->r.size)
-                return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+            if (elems > OKPU_SIZE_LIMIT || elems * okpu_v5_dtype_size(io->r.dt) > io->r.size)
+                return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                                "module %lu function %lu %s %lu: its shape at byte %llu holds %llu %s elements, more "
                                "than the %lu bytes of its memory range; %s",
                                (unsigned long)mi, (unsigned long)fi, kind, (unsigned long)k, (unsigned long long)pos,
-                               (unsigned long long)elems, v5_dtype_name(io->r.dt), (unsigned long)io->r.size,
+                               (unsigned long long)elems, okpu_v5_dtype_name(io->r.dt), (unsigned long)io->r.size,
                                v5_redo);
             pos += 4 + 4u * (uint64_t)io->rank;
         }
@@ -227,7 +228,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         if (mod->type[k] < 0x20 || mod->type[k] > 0x7E)
             mod->type[k] = '?';
     if (memchr(d + off, 0, 16) == NULL)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)off,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)off,
                        "module %lu header at byte %llu: its 16-byte type name is not NUL-terminated; %s",
                        (unsigned long)mi, (unsigned long long)off, v5_redo);
     version = okpu_rd_u32(d + off + 16);
@@ -242,33 +243,33 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
     else if (strcmp(mod->type, "k210") == 0)
         mod->kind = V5_MOD_K210;
     else
-        return v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)off,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)off,
                        "module %lu at byte %llu has type \"%s\": expected \"stackvm\" or \"k210\", the modules of "
                        "nncase's K210 target; this model was compiled for another target - recompile it with "
                        "target='k210'",
                        (unsigned long)mi, (unsigned long long)off, mod->type);
     if (version != 1u || hsize != V5_MODULE_HEADER_BYTES)
-        return v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)off + 16,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)off + 16,
                        "module %lu (%s) at byte %llu: version %lu, header_size %lu; expected version 1 and "
                        "header_size 48 (every nncase 1.x release); recompile the model with a released nncase 1.x",
                        (unsigned long)mi, mod->type, (unsigned long long)off, (unsigned long)version,
                        (unsigned long)hsize);
     if (mod->size < V5_MODULE_HEADER_BYTES || mod->size > m->size - off)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)off + 24,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)off + 24,
                        "module %lu (%s) at byte %llu: size %lu at byte %llu; expected 48 .. %llu (to the end of the "
                        "file); %s",
                        (unsigned long)mi, mod->type, (unsigned long long)off, (unsigned long)mod->size,
                        (unsigned long long)off + 24, (unsigned long long)(m->size - off), v5_redo);
     end = off + mod->size;
     if (shared != 0u)
-        return v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)off + 32,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)off + 32,
                        "module %lu (%s) at byte %llu declares %lu shared mempools: expected 0 (no nncase 1.x K210 "
                        "model uses them); this runtime does not support shared mempools - recompile the model with "
                        "nncase 1.x for target k210",
                        (unsigned long)mi, mod->type, (unsigned long long)off, (unsigned long)shared);
     if (mempools > 8u || functions > (mod->size - V5_MODULE_HEADER_BYTES) / V5_FUNCTION_HEADER_BYTES ||
         sections > (mod->size - V5_MODULE_HEADER_BYTES) / V5_SECTION_HEADER_BYTES)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)off + 28,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)off + 28,
                        "module %lu (%s) at byte %llu: %lu mempools, %lu sections, %lu functions do not fit its %lu "
                        "bytes (expected at most 8 mempools, 32 bytes per section and per function); %s",
                        (unsigned long)mi, mod->type, (unsigned long long)off, (unsigned long)mempools,
@@ -280,7 +281,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         loc = d[pos];
         size = okpu_rd_u32(d + pos + 4);
         if (seen[loc]++)
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                            "module %lu (%s) mempool %lu at byte %llu: location %lu is declared twice; %s",
                            (unsigned long)mi, mod->type, (unsigned long)k, (unsigned long long)pos,
                            (unsigned long)loc, v5_redo);
@@ -291,7 +292,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         else if (loc == V5_LOC_KPU && mod->kind == V5_MOD_K210 && size <= OKPU_KPU_RAM_SIZE)
             mod->kpu_pool = size;
         else
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                            "module %lu (%s) mempool %lu at byte %llu: location %lu with %lu bytes; expected 2 "
                            "(rdata), 3 (data) or, in a k210 module, 64 (kpu, at most 2097152 bytes); %s",
                            (unsigned long)mi, mod->type, (unsigned long)k, (unsigned long long)pos,
@@ -319,14 +320,14 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         fn->entry = okpu_rd_u32(d + pos + 24);
         fn->text_size = okpu_rd_u32(d + pos + 28);
         if (fh != V5_FUNCTION_HEADER_BYTES || fsize < V5_FUNCTION_HEADER_BYTES || fsize > end - pos)
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                            "module %lu (%s) function %lu header at byte %llu: header_size %lu, size %lu; expected "
                            "header_size 32 and a size of 32 .. %llu (to the end of the module); %s",
                            (unsigned long)mi, mod->type, (unsigned long)k, (unsigned long long)pos,
                            (unsigned long)fh, (unsigned long)fsize, (unsigned long long)(end - pos), v5_redo);
         fend = pos + fsize;
         if (fn->ninputs > V5_MAX_IO || fn->noutputs > V5_MAX_IO)
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos + 16,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos + 16,
                            "module %lu (%s) function %lu at byte %llu: %lu inputs and %lu outputs; expected at most "
                            "%u each; %s",
                            (unsigned long)mi, mod->type, (unsigned long)k, (unsigned long long)pos,
@@ -353,7 +354,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         bsize = okpu_rd_u32(d + pos + 24);
         if (flags & 1u) { /* merged into .rdata: no bytes of its own */
             if (mod->rdata_off < 0 || bstart > mod->rdata_size || bsize > mod->rdata_size - bstart)
-                return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+                return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                                "module %lu (%s) section \"%s\" at byte %llu is merged into .rdata at %lu + %lu "
                                "bytes, outside the module's .rdata (%lu bytes); %s",
                                (unsigned long)mi, mod->type, name, (unsigned long long)pos, (unsigned long)bstart,
@@ -375,7 +376,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         }
     }
     if (mod->rdata_size != mod->rdata_pool)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, mod->rdata_off >= 0 ? mod->rdata_off : (long)off,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, mod->rdata_off >= 0 ? mod->rdata_off : (long)off,
                        "module %lu (%s): its .rdata section has %lu bytes, its rdata mempool declares %lu; expected "
                        "the same; %s",
                        (unsigned long)mi, mod->type, (unsigned long)mod->rdata_size, (unsigned long)mod->rdata_pool,
@@ -383,7 +384,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
     for (k = 0; k < functions; k++) {
         const v5_func *fn = &mod->funcs[k];
         if (fn->entry > mod->text_size || fn->text_size > mod->text_size - fn->entry)
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, fn->off + 24,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, fn->off + 24,
                            "module %lu (%s) function %lu at byte %ld: code at .text + %lu, %lu bytes; expected it "
                            "inside the module's .text of %lu bytes; %s",
                            (unsigned long)mi, mod->type, (unsigned long)k, fn->off, (unsigned long)fn->entry,
@@ -396,7 +397,7 @@ static int add_pool(v5_cx *cx, uint64_t *at, uint32_t size, uint32_t *base)
 {
     uint64_t a = (*at + 7u) & ~(uint64_t)7u;
     if (a + size > OKPU_SIZE_LIMIT)
-        return v5_fail(cx, OKPU_ERR_NO_MEM, 0, "pools need more than 4 GiB of memory; %s", v5_redo);
+        return okpu_v5_fail(cx, OKPU_ERR_NO_MEM, 0, "pools need more than 4 GiB of memory; %s", v5_redo);
     *base = (uint32_t)a;
     *at = a + size;
     return OKPU_OK;
@@ -413,7 +414,7 @@ static int parse_file(v5_cx *cx, v5_file *f)
     memset(f, 0, sizeof *f);
     cx->f = f;
     if (m->size < V5_HEADER_BYTES)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, 0,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, 0,
                        "file (version 5) of %lu bytes: expected at least the 32-byte model header; %s",
                        (unsigned long)m->size, v5_redo);
     f->alignment = okpu_rd_u32(d + 16);
@@ -421,7 +422,7 @@ static int parse_file(v5_cx *cx, v5_file *f)
     f->entry_module = okpu_rd_u32(d + 24);
     f->entry_function = okpu_rd_u32(d + 28);
     if (f->nmodules == 0 || f->nmodules > V5_MAX_MODULES)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, 20,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, 20,
                        "model header (version 5) at byte 20: %lu modules; expected 1 .. %u (K210 models have a "
                        "stackvm and a k210 module); %s",
                        (unsigned long)f->nmodules, V5_MAX_MODULES, v5_redo);
@@ -430,7 +431,7 @@ static int parse_file(v5_cx *cx, v5_file *f)
         off += f->mod[i].size;
     }
     if (f->entry_module >= f->nmodules || f->entry_function >= f->mod[f->entry_module].nfuncs)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, 24,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, 24,
                        "model header (version 5) at byte 24: entry module %lu, function %lu; expected a module below "
                        "%lu and a function it has; %s",
                        (unsigned long)f->entry_module, (unsigned long)f->entry_function, (unsigned long)f->nmodules,
@@ -438,7 +439,7 @@ static int parse_file(v5_cx *cx, v5_file *f)
     entry = &f->mod[f->entry_module].funcs[f->entry_function];
     if (entry->ninputs > OKPU_MAX_IO || entry->noutputs > OKPU_MAX_IO || entry->ninputs == 0 ||
         entry->noutputs == 0)
-        return v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, entry->off + 16,
+        return okpu_v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, entry->off + 16,
                        "entry function at byte %ld: %lu inputs, %lu outputs; this runtime runs models with 1 .. %d "
                        "of each",
                        entry->off, (unsigned long)entry->ninputs, (unsigned long)entry->noutputs, OKPU_MAX_IO);
@@ -483,11 +484,11 @@ static int describe_io(v5_cx *cx, const v5_func *fn)
         uint32_t dims[4] = {1, 1, 1, 1}, r;
         uint64_t elems = 1;
         if (io->r.dt != OKPU_V5_DT_F32 && io->r.dt != OKPU_V5_DT_U8)
-            return v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, fn->off,
+            return okpu_v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, fn->off,
                            "the model's %s %lu is %s: this runtime exchanges u8 and f32 tensors only; recompile with "
                            "input_type / output_type uint8 or float32",
                            is_out ? "output" : "input", (unsigned long)(is_out ? k - fn->ninputs : k),
-                           v5_dtype_name(io->r.dt));
+                           okpu_v5_dtype_name(io->r.dt));
         for (r = 0; r < io->rank; r++) {
             elems *= io->dims[r];
             if (r < 4)
@@ -499,7 +500,7 @@ static int describe_io(v5_cx *cx, const v5_func *fn)
         p->offset = (is_out ? cx->f->out_base : cx->f->in_base) + io->r.start;
         p->t.dtype = api_dtype(io->r.dt);
         p->t.n = dims[0], p->t.c = dims[1], p->t.h = dims[2], p->t.w = dims[3];
-        p->t.bytes = (uint32_t)(elems * v5_dtype_size(io->r.dt));
+        p->t.bytes = (uint32_t)(elems * okpu_v5_dtype_size(io->r.dt));
         p->t.layer = -1; /* outputs: set once the plan is built */
     }
     m->input_count = (int)fn->ninputs;
@@ -513,7 +514,7 @@ static int run_entry(v5_cx *cx)
     const v5_module *mod = &f->mod[f->entry_module];
     cx->nsteps = 0;
     if (mod->kind == V5_MOD_STACKVM)
-        return v5_stackvm_run(cx, f->entry_module, f->entry_function);
+        return okpu_v5_stackvm_run(cx, f->entry_module, f->entry_function);
     {
         /* a k210 entry function: its tensors are the model's pools, each at its descriptor's start */
         const v5_func *fn = &mod->funcs[f->entry_function];
@@ -524,7 +525,7 @@ static int run_entry(v5_cx *cx)
             bound[k].module = 0;
             bound[k].off = fn->io[k].r.start;
         }
-        return v5_k210_call(cx, f->entry_module, f->entry_function, bound, fn->off);
+        return okpu_v5_k210_call(cx, f->entry_module, f->entry_function, bound, fn->off);
     }
 }
 
@@ -540,11 +541,11 @@ static int v5_decode(okpu_model *m, okpu_error *err)
     if (rc == OKPU_OK)
         rc = describe_io(&cx, &f.mod[f.entry_module].funcs[f.entry_function]);
     if (rc == OKPU_OK && f.mod[f.entry_module].kind == V5_MOD_STACKVM)
-        rc = v5_stackvm_detect(&cx, f.entry_module);
+        rc = okpu_v5_stackvm_detect(&cx, f.entry_module);
     if (rc == OKPU_OK)
         rc = run_entry(&cx); /* count */
     if (rc == OKPU_OK && cx.nsteps == 0)
-        rc = v5_fail(&cx, OKPU_ERR_KMODEL_FORMAT, f.mod[f.entry_module].funcs[f.entry_function].off,
+        rc = okpu_v5_fail(&cx, OKPU_ERR_KMODEL_FORMAT, f.mod[f.entry_module].funcs[f.entry_function].off,
                      "entry function has no tensor instruction: nothing to run; %s", v5_redo);
     if (rc == OKPU_OK)
         rc = okpu_model_alloc_layers(m, cx.nsteps, err);

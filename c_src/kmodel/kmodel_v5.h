@@ -78,24 +78,28 @@ typedef struct v5_addr {
 } v5_addr;
 
 /* Size of a v5 datatype code (0: not a type this runtime handles). */
-uint32_t v5_dtype_size(uint32_t dt);
-const char *v5_dtype_name(uint32_t dt);
+uint32_t okpu_v5_dtype_size(uint32_t dt);
+const char *okpu_v5_dtype_name(uint32_t dt);
 /* Bytes of the pool `a` names, or 0. */
-uint64_t v5_pool_size(const v5_cx *cx, const v5_addr *a);
+uint64_t okpu_v5_pool_size(const v5_cx *cx, const v5_addr *a);
 /* The host pointer of a validated address. */
-uint8_t *v5_ptr(const v5_cx *cx, const v5_addr *a);
+uint8_t *okpu_v5_ptr(const v5_cx *cx, const v5_addr *a);
 /* Refuse with the standard message (code, what, where, expected, found, what to do). */
-int v5_fail(const v5_cx *cx, int code, long where, const char *fmt, ...) OKPU_PRINTF(4, 5);
+int okpu_v5_fail(const v5_cx *cx, int code, long where, const char *fmt, ...) OKPU_PRINTF(4, 5);
+#if defined(OKPU_ERROR_TERSE) && OKPU_ERROR_TERSE /* no message texts (core/error.h) */
+#define okpu_v5_fail(cx, code, where, ...)                                                                            \
+    okpu_fail_terse((cx)->err, (code), (cx)->emit ? (cx)->nsteps - 1 : -1, (long)(where))
+#endif
 /* Take the next step (emit: allocate its arguments and describe it; count pass: NULL and only count). `*args` is
  * NULL in the count pass. */
-int v5_next_step(v5_cx *cx, okpu_step_kind kind, uint32_t type, const char *name, long where, uint32_t bytes,
+int okpu_v5_next_step(v5_cx *cx, okpu_step_kind kind, uint32_t type, const char *name, long where, uint32_t bytes,
                  void **args);
 
 extern const okpu_format okpu_format_v5;
 
-int v5_k210_call(v5_cx *cx, uint32_t module, uint32_t function, const v5_addr *bound, long call_at);
-int v5_stackvm_run(v5_cx *cx, uint32_t module, uint32_t function);
+int okpu_v5_k210_call(v5_cx *cx, uint32_t module, uint32_t function, const v5_addr *bound, long call_at);
+int okpu_v5_stackvm_run(v5_cx *cx, uint32_t module, uint32_t function);
 /* Pick the stackvm release group (section 9): 0 and cx->group set, or an error. */
-int v5_stackvm_detect(v5_cx *cx, uint32_t module);
+int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t module);
 
 #endif

@@ -55,14 +55,14 @@ static int resolve(k210_call *k, const v5_range *r, long field, const char *what
             if (k->fn->io[first + i].r.start == r->start)
                 break;
         if (i == count)
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
                            "k210 function %lu, %s at byte %ld: %s range starts at %s pool offset %lu, where none of "
                            "the function's %lu %s tensors starts; %s",
                            (unsigned long)k->fi, k->name, k->at, what, r->loc == V5_LOC_INPUT ? "input" : "output",
                            (unsigned long)r->start, (unsigned long)count,
                            r->loc == V5_LOC_INPUT ? "input" : "output", redo);
         if (r->size > k->fn->io[first + i].r.size)
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
                            "k210 function %lu, %s at byte %ld: %s range of %lu bytes is larger than the %lu-byte "
                            "tensor it names; %s",
                            (unsigned long)k->fi, k->name, k->at, what, (unsigned long)r->size,
@@ -80,18 +80,18 @@ static int resolve(k210_call *k, const v5_range *r, long field, const char *what
         out->pool = V5_POOL_KPU;
         break;
     default:
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
                        "k210 function %lu, %s at byte %ld: %s range has location %u; expected 0 (input), 1 (output), "
                        "2 (rdata), 3 (data) or 64 (kpu); %s",
                        (unsigned long)k->fi, k->name, k->at, what, r->loc, redo);
     }
     if (writes && out->pool == V5_POOL_RDATA)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
                        "k210 function %lu, %s at byte %ld: its %s range writes into the read-only .rdata; %s",
                        (unsigned long)k->fi, k->name, k->at, what, redo);
-    limit = v5_pool_size(cx, out);
+    limit = okpu_v5_pool_size(cx, out);
     if (out->off > limit || r->size > limit - out->off)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, field,
                        "k210 function %lu, %s at byte %ld: %s range %lu + %lu bytes (location %u) ends past the %llu "
                        "bytes of the memory it names; %s",
                        (unsigned long)k->fi, k->name, k->at, what, (unsigned long)r->start, (unsigned long)r->size,
@@ -158,24 +158,24 @@ static int updown(k210_call *k, const uint8_t *p, int upload)
     ak = upload ? &aout : &ain;
     am = upload ? &ain : &aout;
     if (rk->loc != V5_LOC_KPU || rm->loc == V5_LOC_KPU || rin.dt != 4u || rout.dt != 4u)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 4,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 4,
                        "k210 function %lu, %s at byte %ld: moves %s (location %u) to %s (location %u); expected u8 "
                        "data from main memory to KPU RAM (location 64)%s; %s",
-                       (unsigned long)k->fi, k->name, k->at, v5_dtype_name(rin.dt), rin.loc, v5_dtype_name(rout.dt),
+                       (unsigned long)k->fi, k->name, k->at, okpu_v5_dtype_name(rin.dt), rin.loc, okpu_v5_dtype_name(rout.dt),
                        rout.loc, upload ? "" : " for an upload, the reverse for a download", redo);
     if (shape[0] == 0 || shape[1] == 0 || shape[2] == 0 || shape[3] == 0 || shape[2] > 4096u || shape[3] > 4096u ||
         shape[1] > 4096u || shape[0] > 4096u || (rk->start % OKPU_KPU_ROW_BYTES) != 0u)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 28,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 28,
                        "k210 function %lu, %s at byte %ld: shape [%lu, %lu, %lu, %lu] at KPU RAM byte %lu; expected "
                        "dimensions 1 .. 4096 and a KPU RAM offset on a 64-byte row; %s",
                        (unsigned long)k->fi, k->name, k->at, (unsigned long)shape[0], (unsigned long)shape[1],
                        (unsigned long)shape[2], (unsigned long)shape[3], (unsigned long)rk->start, redo);
     row = rk->start / OKPU_KPU_ROW_BYTES;
-    rows = kpu_layout_rows(shape[3], shape[2], shape[1]);
+    rows = okpu_kpu_layout_rows(shape[3], shape[2], shape[1]);
     map = (uint64_t)shape[1] * shape[2] * shape[3];
     total = map * shape[0];
     if ((uint64_t)row + (uint64_t)rows * shape[0] > OKPU_KPU_RAM_ROWS || total > rm->size)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 28,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 28,
                        "k210 function %lu, %s at byte %ld: %lu map(s) of %lux%lux%lu take KPU rows %lu + %lu x %lu "
                        "(the KPU RAM has 32768) and %llu bytes of main memory (its range has %lu); %s",
                        (unsigned long)k->fi, k->name, k->at, (unsigned long)shape[0], (unsigned long)shape[1],
@@ -184,12 +184,12 @@ static int updown(k210_call *k, const uint8_t *p, int upload)
     (void)ak;
     if (upload) {
         okpu_kpu_upload_args *a;
-        if (v5_next_step(cx, OKPU_STEP_KPU_UPLOAD, K210_UPLOAD, "kpu_upload", k->at, 44, &args) != OKPU_OK)
+        if (okpu_v5_next_step(cx, OKPU_STEP_KPU_UPLOAD, K210_UPLOAD, "kpu_upload", k->at, 44, &args) != OKPU_OK)
             return cx->err ? cx->err->code : OKPU_ERR_NO_MEM;
         if (!args)
             return OKPU_OK;
         a = (okpu_kpu_upload_args *)args;
-        a->src = v5_ptr(cx, am);
+        a->src = okpu_v5_ptr(cx, am);
         a->kpu_ram = cx->m->kpu->ram;
         a->row = row, a->rows_per_batch = rows, a->batches = shape[0];
         a->w = shape[3], a->h = shape[2], a->c = shape[1];
@@ -204,13 +204,13 @@ static int updown(k210_call *k, const uint8_t *p, int upload)
         okpu_v5_download_args *a;
         uint32_t off;
         okpu_mem_kind mem;
-        if (v5_next_step(cx, OKPU_STEP_V5_DOWNLOAD, K210_DOWNLOAD, "kpu_download", k->at, 44, &args) != OKPU_OK)
+        if (okpu_v5_next_step(cx, OKPU_STEP_V5_DOWNLOAD, K210_DOWNLOAD, "kpu_download", k->at, 44, &args) != OKPU_OK)
             return cx->err ? cx->err->code : OKPU_ERR_NO_MEM;
         if (!args)
             return OKPU_OK;
         a = (okpu_v5_download_args *)args;
         a->kpu_ram = cx->m->kpu->ram;
-        a->dst = v5_ptr(cx, am);
+        a->dst = okpu_v5_ptr(cx, am);
         a->row = row, a->rows_per_batch = rows, a->batches = shape[0];
         a->w = shape[3], a->h = shape[2], a->c = shape[1];
         mem = main_place(cx, am, &off);
@@ -225,7 +225,7 @@ static int conv2d(k210_call *k, const uint8_t *p)
     v5_cx *cx = k->cx;
     v5_range rw, rbn, ract, rout;
     v5_addr aw, abn, aact;
-    kpu_args args;
+    okpu_kpu_args args;
     uint32_t batches, in_rows, out_rows;
     uint64_t need_w, need_bn, map_out;
     void *vargs;
@@ -240,43 +240,43 @@ static int conv2d(k210_call *k, const uint8_t *p)
         (rc = resolve(k, &ract, k->at + 28, "activation table", 0, &aact)) != OKPU_OK)
         return rc;
     if (rw.loc != V5_LOC_RDATA || rbn.loc != V5_LOC_RDATA || ract.loc != V5_LOC_RDATA)
-        return v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, k->at + 4,
+        return okpu_v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, k->at + 4,
                        "k210 function %lu, kpu_conv2d at byte %ld: its tables are at locations %u/%u/%u; this runtime "
                        "reads KPU tables from the module's .rdata (location 2), where every nncase 1.x release puts "
                        "them; recompile the model with a released nncase 1.x",
                        (unsigned long)k->fi, k->at, rw.loc, rbn.loc, ract.loc);
     if (rout.loc || rout.dt || rout.shared_module || rout.start || rout.size)
-        return v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, k->at + 40,
+        return okpu_v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, k->at + 40,
                        "k210 function %lu, kpu_conv2d at byte %ld: main_mem_output at byte %ld is not empty (location "
                        "%u, %lu bytes); expected all zero - no nncase 1.x release fills it, and this runtime does not "
                        "run such a layer; recompile the model with a released nncase 1.x",
                        (unsigned long)k->fi, k->at, k->at + 40, rout.loc, (unsigned long)rout.size);
     if (batches == 0 || batches > 4096u)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 52,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 52,
                        "k210 function %lu, kpu_conv2d at byte %ld: batches %lu at byte %ld; expected 1 .. 4096; %s",
                        (unsigned long)k->fi, k->at, (unsigned long)batches, k->at + 52, redo);
-    kpu_args_decode(p + 56, &args);
-    if ((rc = kpu_args_check(&args, cx->emit ? cx->nsteps : -1, k->at + 56, cx->err)) != OKPU_OK)
+    okpu_kpu_args_decode(p + 56, &args);
+    if ((rc = okpu_kpu_args_check(&args, cx->emit ? cx->nsteps : -1, k->at + 56, cx->err)) != OKPU_OK)
         return rc;
-    need_w = kpu_weights_bytes(&args, 1);
-    need_bn = kpu_bn_bytes(&args);
+    need_w = okpu_kpu_weights_bytes(&args, 1);
+    need_bn = okpu_kpu_bn_bytes(&args);
     if (rw.size < need_w || rbn.size < need_bn || ract.size < KPU_ACT_TABLE_BYTES)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 4,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 4,
                        "k210 function %lu, kpu_conv2d at byte %ld: tables of %lu (weights), %lu (batch norm), %lu "
                        "(activation) bytes; the layer argument needs %llu, %llu and %u; %s",
                        (unsigned long)k->fi, k->at, (unsigned long)rw.size, (unsigned long)rbn.size,
                        (unsigned long)ract.size, (unsigned long long)need_w, (unsigned long long)need_bn,
                        KPU_ACT_TABLE_BYTES, redo);
-    in_rows = kpu_layout_rows(args.in_width, args.in_height, args.in_channels);
-    out_rows = kpu_layout_rows(args.out_width, args.out_height, args.out_channels);
+    in_rows = okpu_kpu_layout_rows(args.in_width, args.in_height, args.in_channels);
+    out_rows = okpu_kpu_layout_rows(args.out_width, args.out_height, args.out_channels);
     if ((uint64_t)args.image_src_addr + (uint64_t)in_rows * batches > OKPU_KPU_RAM_ROWS ||
         (uint64_t)args.image_dst_addr + (uint64_t)out_rows * batches > OKPU_KPU_RAM_ROWS)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 64,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 64,
                        "k210 function %lu, kpu_conv2d at byte %ld: %lu batch(es) read KPU rows %lu + %lu each and "
                        "write rows %lu + %lu each, past the 32768 rows of KPU RAM; %s",
                        (unsigned long)k->fi, k->at, (unsigned long)batches, (unsigned long)args.image_src_addr,
                        (unsigned long)in_rows, (unsigned long)args.image_dst_addr, (unsigned long)out_rows, redo);
-    if (v5_next_step(cx, OKPU_STEP_KPU_CONV, K210_CONV2D, "kpu_conv2d", k->at, 152, &vargs) != OKPU_OK)
+    if (okpu_v5_next_step(cx, OKPU_STEP_KPU_CONV, K210_CONV2D, "kpu_conv2d", k->at, 152, &vargs) != OKPU_OK)
         return cx->err ? cx->err->code : OKPU_ERR_NO_MEM;
     if (vargs) {
         okpu_kpu_conv_args *a = (okpu_kpu_conv_args *)vargs;
@@ -284,9 +284,9 @@ static int conv2d(k210_call *k, const uint8_t *p)
         uint32_t nchw[4];
         a->job.raw_args = p + 56;
         a->job.args = args;
-        a->job.weights = v5_ptr(cx, &aw);
-        a->job.bn = v5_ptr(cx, &abn);
-        a->job.act = v5_ptr(cx, &aact);
+        a->job.weights = okpu_v5_ptr(cx, &aw);
+        a->job.bn = okpu_v5_ptr(cx, &abn);
+        a->job.act = okpu_v5_ptr(cx, &aact);
         a->job.eight_bit = 1;
         a->job.main_out = NULL;
         a->job.layer = cx->nsteps - 1;
@@ -296,14 +296,14 @@ static int conv2d(k210_call *k, const uint8_t *p)
         map_out = (uint64_t)args.out_channels * args.out_height * args.out_width;
         nchw[0] = batches, nchw[1] = args.out_channels, nchw[2] = args.out_height, nchw[3] = args.out_width;
         set_out(cx, batches == 1 ? OKPU_MEM_KPU : OKPU_MEM_NONE, args.image_dst_addr, OKPU_DTYPE_U8, nchw,
-                map_out * batches, okpu_sat_mul(kpu_args_macs(&args), batches));
+                map_out * batches, okpu_sat_mul(okpu_kpu_args_macs(&args), batches));
         I->is_kpu = 1;
         I->wi = args.in_width, I->hi = args.in_height, I->chi = args.in_channels;
         I->wo = args.out_width, I->ho = args.out_height, I->cho = args.out_channels;
         I->depthwise = (int)args.depthwise, I->kernel_type = (int)args.kernel_type;
         I->pool_type = (int)args.pool_type;
         I->para_size = args.para_size;
-        I->macs = okpu_sat_mul(kpu_args_macs(&args), batches);
+        I->macs = okpu_sat_mul(okpu_kpu_args_macs(&args), batches);
         okpu_model_touch_kpu_rows(cx->m, args.image_src_addr, in_rows * batches);
         okpu_model_touch_kpu_rows(cx->m, args.image_dst_addr, out_rows * batches);
     }
@@ -332,7 +332,7 @@ static uint64_t copy_room(const k210_call *k, const v5_range *r, const v5_addr *
                 return k->fn->io[first + i].r.size;
         return 0;
     }
-    return v5_pool_size(k->cx, a) - a->off; /* resolve() checked off <= pool size */
+    return okpu_v5_pool_size(k->cx, a) - a->off; /* resolve() checked off <= pool size */
 }
 
 static int copy(k210_call *k, const uint8_t *p)
@@ -355,12 +355,12 @@ static int copy(k210_call *k, const uint8_t *p)
     if ((rc = resolve(k, &rin, k->at + 4, "input", 0, &ain)) != OKPU_OK ||
         (rc = resolve(k, &rout, k->at + 16, "output", 1, &aout)) != OKPU_OK)
         return rc;
-    esize = v5_dtype_size(rin.dt);
+    esize = okpu_v5_dtype_size(rin.dt);
     if (!esize || rin.loc == V5_LOC_KPU || rout.loc == V5_LOC_KPU)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 4,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 4,
                        "k210 function %lu, copy at byte %ld: from %s location %u to location %u; expected a known "
                        "datatype in main memory (not KPU RAM); %s",
-                       (unsigned long)k->fi, k->at, v5_dtype_name(rin.dt), rin.loc, rout.loc, redo);
+                       (unsigned long)k->fi, k->at, okpu_v5_dtype_name(rin.dt), rin.loc, rout.loc, redo);
     if (elems == 0) {
         in_bytes = out_bytes = 0;
     } else {
@@ -373,21 +373,21 @@ static int copy(k210_call *k, const uint8_t *p)
     /* nncase walks the strides from the range's start without looking at its size (a channel gathered with strides
      * spans more than the range says): bound the walk by the memory the range names */
     if (in_bytes > copy_room(k, &rin, &ain) || out_bytes > copy_room(k, &rout, &aout))
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 28,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, k->at + 28,
                        "k210 function %lu, copy at byte %ld: shape [%lu, %lu, %lu, %lu] with its strides spans %llu "
                        "bytes of input and %llu of output; the memory from the ranges' starts has %llu and %llu; %s",
                        (unsigned long)k->fi, k->at, (unsigned long)shape[0], (unsigned long)shape[1],
                        (unsigned long)shape[2], (unsigned long)shape[3], (unsigned long long)in_bytes,
                        (unsigned long long)out_bytes, (unsigned long long)copy_room(k, &rin, &ain),
                        (unsigned long long)copy_room(k, &rout, &aout), redo);
-    if (v5_next_step(cx, OKPU_STEP_V5_COPY, K210_COPY, "copy", k->at, 76, &vargs) != OKPU_OK)
+    if (okpu_v5_next_step(cx, OKPU_STEP_V5_COPY, K210_COPY, "copy", k->at, 76, &vargs) != OKPU_OK)
         return cx->err ? cx->err->code : OKPU_ERR_NO_MEM;
     if (vargs) {
         okpu_v5_copy_args *a = (okpu_v5_copy_args *)vargs;
         uint32_t off;
         okpu_mem_kind mem = main_place(cx, &aout, &off);
-        a->src = v5_ptr(cx, &ain);
-        a->dst = v5_ptr(cx, &aout);
+        a->src = okpu_v5_ptr(cx, &ain);
+        a->dst = okpu_v5_ptr(cx, &aout);
         a->esize = esize;
         a->nd.rank = 4;
         for (i = 0; i < 4; i++) {
@@ -400,14 +400,14 @@ static int copy(k210_call *k, const uint8_t *p)
     return OKPU_OK;
 }
 
-int v5_k210_call(v5_cx *cx, uint32_t mi, uint32_t fi, const v5_addr *bound, long call_at)
+int okpu_v5_k210_call(v5_cx *cx, uint32_t mi, uint32_t fi, const v5_addr *bound, long call_at)
 {
     const v5_module *mod = &cx->f->mod[mi];
     const v5_func *fn;
     k210_call k;
     uint64_t pos, end;
     if (mod->kind != V5_MOD_K210 || fi >= mod->nfuncs)
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, call_at,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, call_at,
                        "TENSOR.CALL at byte %ld calls module %lu function %lu: expected a function of a k210 module "
                        "(module %lu is \"%s\" with %lu functions); %s",
                        call_at, (unsigned long)mi, (unsigned long)fi, (unsigned long)mi, mod->type,
@@ -430,7 +430,7 @@ int v5_k210_call(v5_cx *cx, uint32_t mi, uint32_t fi, const v5_addr *bound, long
         op = okpu_rd_u32(p);
         k.at = (long)pos;
         if (op > K210_COPY)
-            return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+            return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                            "k210 function %lu at byte %ld: instruction word 0x%08lX; expected opcode 0 (kpu_upload), "
                            "1 (kpu_download), 2 (kpu_conv2d) or 3 (copy) with bytes 1..3 zero (nncase: "
                            "k210_illegal_instruction); %s",
@@ -449,7 +449,7 @@ int v5_k210_call(v5_cx *cx, uint32_t mi, uint32_t fi, const v5_addr *bound, long
         pos += k210_sizes[op];
         continue;
     past_end:
-        return v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
                        "k210 function %lu: the instruction at byte %llu (%s) runs past the end of the function's "
                        "code at byte %llu; expected instructions to end exactly at text_size; %s",
                        (unsigned long)fi, (unsigned long long)pos,

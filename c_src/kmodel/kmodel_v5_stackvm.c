@@ -9,7 +9,7 @@
  * is then exactly running the code. Any other instruction (branches, loads, arithmetic) is refused by name.
  *
  * The file does not say which nncase release wrote it, and the tensor-function ids and a few layouts changed between
- * releases with the version field staying 5: v5_stackvm_detect trial-decodes the code with each release group's
+ * releases with the version field staying 5: okpu_v5_stackvm_detect trial-decodes the code with each release group's
  * table (v5_tensor_funcs.def) and keeps the groups under which every instruction is known, the code ends exactly at
  * text_size, and the stack holds exactly what each tensor function pops (section 9.3). */
 #include <stdio.h>
@@ -172,7 +172,7 @@ static int trial(const uint8_t *code, uint32_t size, int group, char *why, size_
     return 1;
 }
 
-int v5_stackvm_detect(v5_cx *cx, uint32_t mi)
+int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t mi)
 {
     const v5_module *mod = &cx->f->mod[mi];
     char why[160], first_why[160];
@@ -196,7 +196,7 @@ int v5_stackvm_detect(v5_cx *cx, uint32_t mi)
             return OKPU_OK;
         }
     }
-    return v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)first_where,
+    return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)first_where,
                    "stackvm code: no nncase 1.x release's tensor-function table decodes it (checked 1.0.0-beta1 .. "
                    "1.9.0); with 1.6.0 .. 1.9.0's, function %ld fails at byte %lu: %s. The file is corrupt or from an "
                    "unreleased nncase; recompile it with a released nncase 1.x (or nncase v0.2 for kmodel v4)",
@@ -238,7 +238,7 @@ typedef struct sv {
 
 static int sfail(const sv *s, const char *what)
 {
-    return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at, "stackvm %s at byte %ld: %s; %s", s->name, s->at, what, redo);
+    return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at, "stackvm %s at byte %ld: %s; %s", s->name, s->at, what, redo);
 }
 
 static int pop(sv *s, int kind, sv_entry *e, const char *what)
@@ -246,11 +246,11 @@ static int pop(sv *s, int kind, sv_entry *e, const char *what)
     static const char *const kinds[4] = {"?", "an integer", "a float", "an address"};
     memset(e, 0, sizeof *e);
     if (s->depth == 0)
-        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at, "stackvm %s at byte %ld pops %s from an empty stack; %s",
+        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at, "stackvm %s at byte %ld pops %s from an empty stack; %s",
                        s->name, s->at, what, redo);
     *e = s->stack[--s->depth];
     if (kind && e->kind != kind)
-        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                        "stackvm %s at byte %ld: %s: expected %s on the stack, found %s; %s", s->name, s->at, what,
                        kinds[kind], kinds[e->kind], redo);
     return OKPU_OK;
@@ -259,7 +259,7 @@ static int pop(sv *s, int kind, sv_entry *e, const char *what)
 static int reg_shape(sv *s, uint32_t r, const sv_shape **out, const char *what)
 {
     if (!s->shapes[r].set)
-        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                        "stackvm %s at byte %ld: %s names shape register %lu, which no STSHAPE wrote before it; %s",
                        s->name, s->at, what, (unsigned long)r, redo);
     *out = &s->shapes[r];
@@ -271,7 +271,7 @@ static int reg_shape(sv *s, uint32_t r, const sv_shape **out, const char *what)
 static int view(sv *s, const v5_addr *addr, uint32_t esize, uint32_t rank, const uint32_t *shape,
                 const int64_t *stride, int writes, const char *what)
 {
-    uint64_t size = v5_pool_size(s->cx, addr);
+    uint64_t size = okpu_v5_pool_size(s->cx, addr);
     int64_t lo = 0, hi = 0;
     uint32_t r;
     char msg[200];
@@ -337,7 +337,7 @@ static void describe(sv *s, const v5_addr *out, uint32_t dt, uint32_t rank, cons
     }
     L->out.t.dtype = dt == OKPU_V5_DT_F32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8;
     L->out.t.n = dims[0], L->out.t.c = dims[1], L->out.t.h = dims[2], L->out.t.w = dims[3];
-    L->out.t.bytes = (uint32_t)(elems * v5_dtype_size(dt) > OKPU_SIZE_LIMIT ? 0 : elems * v5_dtype_size(dt));
+    L->out.t.bytes = (uint32_t)(elems * okpu_v5_dtype_size(dt) > OKPU_SIZE_LIMIT ? 0 : elems * okpu_v5_dtype_size(dt));
     L->out.t.layer = cx->nsteps - 1;
     L->info.output = L->out.t;
     L->info.work = work ? work : 1;
@@ -345,7 +345,7 @@ static void describe(sv *s, const v5_addr *out, uint32_t dt, uint32_t rank, cons
 
 static int take_step(sv *s, okpu_step_kind kind, uint32_t id, uint32_t bytes, void **args)
 {
-    return v5_next_step(s->cx, kind, id, s->name, s->at, bytes, args);
+    return okpu_v5_next_step(s->cx, kind, id, s->name, s->at, bytes, args);
 }
 
 /* Read a shape register as dims (every value >= 0), at most OKPU_V5_MAX_RANK of them. */
@@ -359,7 +359,7 @@ static int dims_of(sv *s, uint32_t r, uint32_t *rank, uint32_t *dims, const char
     if (sh->rank > OKPU_V5_MAX_RANK) {
         snprintf(msg, sizeof msg, "%s has %lu dimensions; this runtime handles at most %u", what,
                  (unsigned long)sh->rank, OKPU_V5_MAX_RANK);
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
     }
     for (k = 0; k < sh->rank; k++) {
         if (sh->v[k] < 0) {
@@ -392,7 +392,7 @@ static int strides_of(sv *s, uint32_t r, uint32_t rank, int64_t *st, const char 
 
 static uint32_t dt_checked(sv *s, uint32_t dt, int *rc)
 {
-    uint32_t e = v5_dtype_size(dt);
+    uint32_t e = okpu_v5_dtype_size(dt);
     *rc = OKPU_OK;
     if (!e) {
         char msg[80];
@@ -485,8 +485,8 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
     if (args) {
         okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
-        a->src = v5_ptr(s->cx, &src);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &src);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->esize = esize;
         fill_nd(&a->nd, rank, oshape, ois, os);
     }
@@ -505,9 +505,9 @@ static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     void *args;
     if (fdt != OKPU_V5_DT_F32 || (qdt != OKPU_V5_DT_U8 && qdt != OKPU_V5_DT_I8)) {
         char msg[120];
-        snprintf(msg, sizeof msg, "converts %s to %s; this runtime handles f32 <-> u8/i8", v5_dtype_name(in_dt),
-                 v5_dtype_name(out_dt));
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld %s", s->name, s->at, msg);
+        snprintf(msg, sizeof msg, "converts %s to %s; this runtime handles f32 <-> u8/i8", okpu_v5_dtype_name(in_dt),
+                 okpu_v5_dtype_name(out_dt));
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld %s", s->name, s->at, msg);
     }
     TRYS(pop(s, E_F32, &bias, "bias"));
     TRYS(pop(s, E_F32, &scale, "scale"));
@@ -516,13 +516,13 @@ static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
     TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
     TRYS(strides_of(s, p[7], rank, os, "rstride_dest"));
-    TRYS(view(s, &in.a, v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
+    TRYS(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
     TRYS(take_step(s, quant ? OKPU_STEP_V5_QUANTIZE : OKPU_STEP_V5_DEQUANTIZE, id, bytes, &args));
     if (args) {
         okpu_v5_quant_args *a = (okpu_v5_quant_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->qtype = qdt;
         a->scale = scale.f;
         a->bias = bias.f;
@@ -547,8 +547,8 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     if (p[8] != 0 || esize > 4) {
         char msg[120];
         snprintf(msg, sizeof msg, "pad mode %u on %s; this runtime pads in constant mode (0) with elements of up to 4 "
-                 "bytes", p[8], v5_dtype_name(dt));
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
+                 "bytes", p[8], okpu_v5_dtype_name(dt));
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
     }
     TRYS(pop(s, 0, &value, "pad value"));
     TRYS(pop(s, E_ADDR, &out, "output address"));
@@ -558,13 +558,13 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     if (dt == OKPU_V5_DT_F32 || dt == 8u || dt == 11u) {
         float f;
         if (value.kind == E_INT && value.i != 0)
-            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+            return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                            "stackvm PAD at byte %ld: a float pad value given as the integer %ld; this runtime takes "
                            "0 or a float there",
                            s->at, (long)value.i);
         if (dt != OKPU_V5_DT_F32)
-            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm PAD at byte %ld: pads %s, not supported",
-                           s->at, v5_dtype_name(dt));
+            return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm PAD at byte %ld: pads %s, not supported",
+                           s->at, okpu_v5_dtype_name(dt));
         f = value.kind == E_F32 ? value.f : 0.0f;
         memcpy(vbytes, &f, 4);
     } else {
@@ -581,7 +581,7 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     for (k = 0; k < rank; k++) {
         int64_t n = (int64_t)shape[k] + pads->before[k] + pads->after[k];
         if (pads->interior[k] != 0)
-            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+            return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                            "stackvm PAD at byte %ld: interior padding %ld; this runtime pads edges only", s->at,
                            (long)pads->interior[k]);
         if (n < 0 || n > 0x7FFFFFFF)
@@ -593,8 +593,8 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_PAD, id, bytes, &args));
     if (args) {
         okpu_v5_pad_args *a = (okpu_v5_pad_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->esize = esize;
         a->rank = rank;
         for (k = 0; k < rank; k++) {
@@ -616,7 +616,7 @@ static int pop_padding(sv *s, int32_t *before, int32_t *after)
     if (padding_values(s->cx->group) == 3u) {
         TRYS(pop(s, E_INT, &e, "padding interior"));
         if (e.i != 0)
-            return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+            return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                            "stackvm %s at byte %ld: interior padding %ld is not supported", s->name, s->at, (long)e.i);
     }
     TRYS(pop(s, E_INT, &e, "padding after"));
@@ -640,9 +640,9 @@ static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     uint32_t bshape[1];
     void *args;
     if (p[3] != OKPU_V5_DT_F32)
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm CONV2D at byte %ld on %s; this runtime convolves f32 on the CPU", s->at,
-                       v5_dtype_name(p[3]));
+                       okpu_v5_dtype_name(p[3]));
     TRYS(pop_padding(s, &pl, &pr));
     TRYS(pop_padding(s, &pt, &pb));
     TRYS(pop(s, E_ADDR, &out, "output address"));
@@ -675,10 +675,10 @@ static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_CONV2D, id, bytes, &args));
     if (args) {
         okpu_v5_conv2d_args *a = (okpu_v5_conv2d_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->weights = v5_ptr(s->cx, &w.a);
-        a->bias = v5_ptr(s->cx, &b.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->weights = okpu_v5_ptr(s->cx, &w.a);
+        a->bias = okpu_v5_ptr(s->cx, &b.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->n = shape[0], a->ic = shape[1], a->ih = shape[2], a->iw = shape[3];
         a->oc = wshape[0], a->kh = wshape[2], a->kw = wshape[3], a->oh = (uint32_t)oh, a->ow = (uint32_t)ow;
         a->groups = groups;
@@ -701,10 +701,10 @@ static int need_f32(sv *s, uint32_t dt)
 {
     if (dt == OKPU_V5_DT_F32)
         return OKPU_OK;
-    return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+    return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                    "stackvm %s at byte %ld on %s; this runtime computes it on f32 only (nncase's K210 models use f32 "
                    "there)",
-                   s->name, s->at, v5_dtype_name(dt));
+                   s->name, s->at, okpu_v5_dtype_name(dt));
 }
 
 static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
@@ -744,8 +744,8 @@ static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_WINDOW, id, bytes, &args));
     if (args) {
         okpu_v5_window_args *a = (okpu_v5_window_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->op = op;
         a->n = shape[0], a->c = shape[1], a->ih = shape[2], a->iw = shape[3];
         a->oh = (uint32_t)oh, a->ow = (uint32_t)ow;
@@ -810,8 +810,8 @@ static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_REDUCE, id, bytes, &args));
     if (args) {
         okpu_v5_reduce_args *a = (okpu_v5_reduce_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->op = op;
         a->count = count;
         a->init = init.kind == E_F32 ? init.f : 0.0f;
@@ -846,8 +846,8 @@ static int t_softmax(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_SOFTMAX, id, bytes, &args));
     if (args) {
         okpu_v5_softmax_args *a = (okpu_v5_softmax_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->len = shape[axis];
         a->in_step = (int32_t)is[axis];
         a->out_step = (int32_t)os[axis];
@@ -874,7 +874,7 @@ static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
         char msg[120];
         snprintf(msg, sizeof msg, "binary_op %lu (0..5 = add, sub, mul, div, min, max are supported)",
                  (unsigned long)op);
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm BINARY at byte %ld: %s", s->at, msg);
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm BINARY at byte %ld: %s", s->at, msg);
     }
     TRYS(pop(s, E_ADDR, &out, "output address"));
     TRYS(pop(s, E_ADDR, &b_, "second input address"));
@@ -907,9 +907,9 @@ static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_BINARY, id, bytes, &args));
     if (args) {
         okpu_v5_binary_args *a = (okpu_v5_binary_args *)args;
-        a->a = v5_ptr(s->cx, &a_.a);
-        a->b = v5_ptr(s->cx, &b_.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->a = okpu_v5_ptr(s->cx, &a_.a);
+        a->b = okpu_v5_ptr(s->cx, &b_.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->op = op;
         a->rank = rank;
         for (k = 0; k < rank; k++) {
@@ -930,10 +930,10 @@ static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     const uint32_t len = (uint32_t)(p[7] | (p[8] << 8));
     void *args;
     if (p[3] != OKPU_V5_DT_U8 || len != 256u)
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm LUT1D at byte %ld on %s with a %lu-entry table; this runtime (like nncase) looks up "
                        "u8 values in 256-entry tables",
-                       s->at, v5_dtype_name(p[3]), (unsigned long)len);
+                       s->at, okpu_v5_dtype_name(p[3]), (unsigned long)len);
     TRYS(pop(s, 0, &hi, "max"));
     TRYS(pop(s, 0, &lo, "min"));
     TRYS(pop(s, E_ADDR, &out, "output address"));
@@ -948,9 +948,9 @@ static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_LUT, id, bytes, &args));
     if (args) {
         okpu_v5_lut_args *a = (okpu_v5_lut_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->table = v5_ptr(s->cx, &table.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->table = okpu_v5_ptr(s->cx, &table.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         fill_nd(&a->nd, rank, shape, is, os);
     }
     describe(s, &out.a, OKPU_V5_DT_U8, rank, shape, count_elems(rank, shape));
@@ -965,10 +965,10 @@ static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     int64_t is[OKPU_V5_MAX_RANK], os[4];
     void *args;
     if ((dt != OKPU_V5_DT_F32 && dt != OKPU_V5_DT_U8) || p[9] > 1u)
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm RESIZE_IMAGE at byte %ld: %s, mode %u; this runtime resizes f32 and u8, bilinear (0) "
                        "or nearest (1)",
-                       s->at, v5_dtype_name(dt), p[9]);
+                       s->at, okpu_v5_dtype_name(dt), p[9]);
     TRYS(pop(s, E_ADDR, &out, "output address"));
     TRYS(pop(s, E_ADDR, &in, "input address"));
     TRYS(pop(s, E_INT, &ow, "output width"));
@@ -981,13 +981,13 @@ static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(strides_of(s, p[5], 4, is, "rstride_src"));
     TRYS(strides_of(s, p[6], 4, os, "rstride_dest"));
     oshape[0] = shape[0], oshape[1] = shape[1], oshape[2] = (uint32_t)oh.i, oshape[3] = (uint32_t)ow.i;
-    TRYS(view(s, &in.a, v5_dtype_size(dt), 4, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, v5_dtype_size(dt), 4, oshape, os, 1, "output"));
+    TRYS(view(s, &in.a, okpu_v5_dtype_size(dt), 4, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, okpu_v5_dtype_size(dt), 4, oshape, os, 1, "output"));
     TRYS(take_step(s, OKPU_STEP_V5_RESIZE, id, bytes, &args));
     if (args) {
         okpu_v5_resize_args *a = (okpu_v5_resize_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->is_u8 = dt == OKPU_V5_DT_U8;
         a->nearest = p[9];
         a->align_corners = p[7] != 0;
@@ -1048,10 +1048,10 @@ static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     TRYS(take_step(s, OKPU_STEP_V5_MATMUL, id, bytes, &args));
     if (args) {
         okpu_v5_matmul_args *a = (okpu_v5_matmul_args *)args;
-        a->a = v5_ptr(s->cx, &a_.a);
-        a->b = v5_ptr(s->cx, &b_.a);
-        a->bias = v5_ptr(s->cx, &bias.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->a = okpu_v5_ptr(s->cx, &a_.a);
+        a->b = okpu_v5_ptr(s->cx, &b_.a);
+        a->bias = okpu_v5_ptr(s->cx, &bias.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->batch = batch, a->m = m, a->k = kk, a->n = n;
         a->b_step = bbatch == 1u ? 0u : kk * n;
         a->clamp_lo = okpu_rd_f32(clamp), a->clamp_hi = okpu_rd_f32(clamp + 4);
@@ -1078,22 +1078,22 @@ static int t_convert(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
     void *args;
     if (!convertible(in_dt) || !convertible(out_dt))
-        return v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm CONVERT at byte %ld from %s to %s; this runtime converts between i8, i16, i32, u8, "
                        "u16, u32 and f32",
-                       s->at, v5_dtype_name(in_dt), v5_dtype_name(out_dt));
+                       s->at, okpu_v5_dtype_name(in_dt), okpu_v5_dtype_name(out_dt));
     TRYS(pop(s, E_ADDR, &out, "output address"));
     TRYS(pop(s, E_ADDR, &in, "input address"));
     TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
     TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
     TRYS(strides_of(s, p[7], rank, os, "rstride_dest"));
-    TRYS(view(s, &in.a, v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
+    TRYS(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
     TRYS(take_step(s, OKPU_STEP_V5_CONVERT, id, bytes, &args));
     if (args) {
         okpu_v5_convert_args *a = (okpu_v5_convert_args *)args;
-        a->src = v5_ptr(s->cx, &in.a);
-        a->dst = v5_ptr(s->cx, &out.a);
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
         a->in_dt = in_dt, a->out_dt = out_dt;
         fill_nd(&a->nd, rank, shape, is, os);
     }
@@ -1109,13 +1109,13 @@ static int t_call(sv *s, const uint8_t *p)
     const v5_func *callee;
     uint32_t k;
     if (mid >= f->nmodules || f->mod[mid].kind != V5_MOD_K210 || fid >= f->mod[mid].nfuncs)
-        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                        "stackvm CALL at byte %ld calls module %lu function %lu: expected a function of a k210 module "
                        "(the model has %lu modules); %s",
                        s->at, (unsigned long)mid, (unsigned long)fid, (unsigned long)f->nmodules, redo);
     callee = &f->mod[mid].funcs[fid];
     if (nsrc != callee->ninputs || ndst != callee->noutputs)
-        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                        "stackvm CALL at byte %ld binds %lu inputs and %lu outputs; k210 function %lu has %lu and %lu; "
                        "%s",
                        s->at, (unsigned long)nsrc, (unsigned long)ndst, (unsigned long)fid,
@@ -1147,14 +1147,14 @@ static int t_call(sv *s, const uint8_t *p)
         bound[k] = addr.a;
         continue;
     mismatch:
-        return v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                        "stackvm CALL at byte %ld: its %s %lu is bound as %s with %lu dims, but k210 function %lu "
                        "declares %s with %lu dims and other sizes; %s",
                        s->at, k >= nsrc ? "output" : "input", (unsigned long)(k >= nsrc ? k - nsrc : k),
-                       v5_dtype_name((uint32_t)dt.i), (unsigned long)rank, (unsigned long)fid,
-                       v5_dtype_name(io->r.dt), (unsigned long)io->rank, redo);
+                       okpu_v5_dtype_name((uint32_t)dt.i), (unsigned long)rank, (unsigned long)fid,
+                       okpu_v5_dtype_name(io->r.dt), (unsigned long)io->rank, redo);
     }
-    return v5_k210_call(s->cx, mid, fid, bound, s->at);
+    return okpu_v5_k210_call(s->cx, mid, fid, bound, s->at);
 }
 
 static int tensor(sv *s, const uint8_t *p, uint32_t len)
@@ -1193,7 +1193,7 @@ static int tensor(sv *s, const uint8_t *p, uint32_t len)
     case TF_CONVERT:
         return t_convert(s, p, id, len);
     default:
-        return v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
+        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
                        "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
                        "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
                        "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
@@ -1203,7 +1203,7 @@ static int tensor(sv *s, const uint8_t *p, uint32_t len)
     }
 }
 
-int v5_stackvm_run(v5_cx *cx, uint32_t mi, uint32_t fi)
+int okpu_v5_stackvm_run(v5_cx *cx, uint32_t mi, uint32_t fi)
 {
     const v5_module *mod = &cx->f->mod[mi];
     const v5_func *fn = &mod->funcs[fi];
@@ -1217,7 +1217,7 @@ int v5_stackvm_run(v5_cx *cx, uint32_t mi, uint32_t fi)
                          (unsigned long)sizeof(sv));
     s->cx = cx;
     s->mi = mi;
-    /* v5_stackvm_detect accepted the code under cx->group: every instruction is one of the six, has its bytes, and
+    /* okpu_v5_stackvm_detect accepted the code under cx->group: every instruction is one of the six, has its bytes, and
      * the stack depth matches; the checks below are on values. */
     while (rc == OKPU_OK && pos < fn->text_size) {
         const uint8_t *p = code + pos;
@@ -1252,19 +1252,19 @@ int v5_stackvm_run(v5_cx *cx, uint32_t mi, uint32_t fi)
                                 : loc == V5_LOC_RDATA  ? V5_POOL_RDATA
                                 : loc == V5_LOC_DATA   ? V5_POOL_DATA
                                                        : V5_POOL_NONE;
-                    if (e->a.pool == V5_POOL_NONE || off > v5_pool_size(cx, &e->a))
-                        rc = v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, s->at,
+                    if (e->a.pool == V5_POOL_NONE || off > okpu_v5_pool_size(cx, &e->a))
+                        rc = okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                                      "stackvm LEA_BUFFER at byte %ld: location %lu offset %lu; expected input (0), "
                                      "output (1), rdata (2) or data (3) and an offset inside that pool (%llu bytes); "
                                      "%s",
                                      s->at, (unsigned long)loc, (unsigned long)off,
-                                     (unsigned long long)v5_pool_size(cx, &e->a), redo);
+                                     (unsigned long long)okpu_v5_pool_size(cx, &e->a), redo);
                 }
             } else { /* STSHAPE / STPADDINGS: pop rank values (or paddings); the last popped is dim 0 */
                 const uint32_t r = p[1], rank = p[2];
                 uint32_t k;
                 if (rank > SV_REG_RANK) {
-                    rc = v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                    rc = okpu_v5_fail(cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                                  "stackvm %s at byte %ld: rank %lu; this runtime handles at most %u dimensions",
                                  s->name, s->at, (unsigned long)rank, SV_REG_RANK);
                     break;

@@ -348,7 +348,7 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
                   (unsigned long)m->main_mem_size);
         goto fail;
     }
-    m->kpu = kpu_backend_create(&m->opts, err);
+    m->kpu = okpu_kpu_backend_create(&m->opts, err);
     if (!m->kpu) {
         if (err && err->code == OKPU_OK)
             okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "could not create the KPU backend (2 MiB KPU RAM)");
@@ -456,7 +456,7 @@ int okpu_model_set_input(okpu_model *m, int index, const void *data, size_t size
         if (!m->kpu || !m->kpu->ram)
             return okpu_fail(err, OKPU_ERR_RUN_MODEL, -1, -1, "the KPU backend exposes no RAM to upload input %d",
                              index);
-        kpu_layout_upload(m->kpu->ram, in->offset, (const uint8_t *)data, in->t.w, in->t.h, in->t.c);
+        okpu_kpu_layout_upload(m->kpu->ram, in->offset, (const uint8_t *)data, in->t.w, in->t.h, in->t.c);
         return OKPU_OK;
     default:
         return okpu_fail(err, OKPU_ERR_NOT_IMPLEMENT, -1, -1, "input %d lives in memory kind %d, which cannot be set",
@@ -524,7 +524,7 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
     if (n_layers < m->layer_count) {
         const okpu_place *p = &m->layers[n_layers - 1].out;
         if (p->mem == OKPU_MEM_KPU)
-            kpu_layout_download(m->kpu->ram, p->offset, m->scratch, p->t.w, p->t.h, p->t.c);
+            okpu_kpu_layout_download(m->kpu->ram, p->offset, m->scratch, p->t.w, p->t.h, p->t.c);
         m->partial = 1;
     }
     m->ran_layers = n_layers;

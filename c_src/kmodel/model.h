@@ -55,7 +55,7 @@ struct okpu_model {
 
     uint32_t main_mem_size;
     uint8_t *main_mem;
-    kpu_backend *kpu;
+    okpu_kpu_backend *kpu;
 
     /* run state */
     int ran_layers;  /* layers executed by the last run; 0 = never ran */

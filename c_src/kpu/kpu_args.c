@@ -20,7 +20,7 @@ static uint64_t word(const uint8_t *raw, unsigned index)
     return okpu_rd_u64(raw + 8u * index);
 }
 
-void kpu_args_decode(const uint8_t raw[KPU_ARGS_BYTES], kpu_args *a)
+void okpu_kpu_args_decode(const uint8_t raw[KPU_ARGS_BYTES], okpu_kpu_args *a)
 {
     uint64_t w;
 
@@ -94,7 +94,7 @@ void kpu_args_decode(const uint8_t raw[KPU_ARGS_BYTES], kpu_args *a)
     a->dma_total_byte = (uint32_t)okpu_bits(w, 32, 32);
 }
 
-void kpu_bn_decode(const uint8_t raw[KPU_BN_ENTRY_BYTES], kpu_bn *bn)
+void okpu_kpu_bn_decode(const uint8_t raw[KPU_BN_ENTRY_BYTES], okpu_kpu_bn *bn)
 {
     uint64_t w = okpu_rd_u64(raw);
     bn->norm_mul = (int32_t)okpu_sext(okpu_bits(w, 0, 24), 24);
@@ -102,7 +102,7 @@ void kpu_bn_decode(const uint8_t raw[KPU_BN_ENTRY_BYTES], kpu_bn *bn)
     bn->norm_shift = (unsigned)okpu_bits(w, 56, 4);
 }
 
-void kpu_act_decode(const uint8_t raw[KPU_ACT_TABLE_BYTES], kpu_act *act)
+void okpu_kpu_act_decode(const uint8_t raw[KPU_ACT_TABLE_BYTES], okpu_kpu_act *act)
 {
     unsigned i;
     for (i = 0; i < 16; i++) {
@@ -116,38 +116,38 @@ void kpu_act_decode(const uint8_t raw[KPU_ACT_TABLE_BYTES], kpu_act *act)
         act->bias[i] = raw[128 + i];
 }
 
-unsigned kpu_kernel_size(const kpu_args *a)
+unsigned okpu_kpu_kernel_size(const okpu_kpu_args *a)
 {
     return a->kernel_type == 1 ? 3u : 1u;
 }
 
-unsigned kpu_pool_window(unsigned pool_type)
+unsigned okpu_kpu_pool_window(unsigned pool_type)
 {
     static const unsigned window[KPU_POOL_TYPES] = {1, 2, 2, 4, 4, 2, 2, 4, 2, 2};
     return pool_type < KPU_POOL_TYPES ? window[pool_type] : 0u;
 }
 
-unsigned kpu_pool_stride(unsigned pool_type)
+unsigned okpu_kpu_pool_stride(unsigned pool_type)
 {
     static const unsigned stride[KPU_POOL_TYPES] = {1, 2, 2, 4, 4, 2, 2, 4, 1, 1};
     return pool_type < KPU_POOL_TYPES ? stride[pool_type] : 0u;
 }
 
-uint32_t kpu_weights_bytes(const kpu_args *a, int eight_bit)
+uint32_t okpu_kpu_weights_bytes(const okpu_kpu_args *a, int eight_bit)
 {
-    uint32_t k = kpu_kernel_size(a);
+    uint32_t k = okpu_kpu_kernel_size(a);
     uint32_t taps = a->depthwise ? a->out_channels * k * k : a->in_channels * a->out_channels * k * k;
     return eight_bit ? taps : 2u * taps;
 }
 
-uint32_t kpu_bn_bytes(const kpu_args *a)
+uint32_t okpu_kpu_bn_bytes(const okpu_kpu_args *a)
 {
     return KPU_BN_ENTRY_BYTES * a->out_channels;
 }
 
-uint64_t kpu_args_macs(const kpu_args *a)
+uint64_t okpu_kpu_args_macs(const okpu_kpu_args *a)
 {
-    uint64_t k = kpu_kernel_size(a);
+    uint64_t k = okpu_kpu_kernel_size(a);
     uint64_t per_pixel = a->depthwise ? (uint64_t)a->out_channels * k * k
                                       : (uint64_t)a->in_channels * a->out_channels * k * k;
     return per_pixel * a->in_width * a->in_height;
@@ -186,7 +186,7 @@ static int check_side(okpu_error *err, int layer, long offset, const char *field
 static int check_region(okpu_error *err, int layer, long offset, const char *field, const char *name,
                         uint32_t row, uint32_t width, uint32_t height, uint32_t channels)
 {
-    uint32_t rows = kpu_layout_rows(width, height, channels);
+    uint32_t rows = okpu_kpu_layout_rows(width, height, channels);
     char what[240];
     if ((uint64_t)row + rows <= OKPU_KPU_RAM_ROWS)
         return OKPU_OK;
@@ -198,7 +198,7 @@ static int check_region(okpu_error *err, int layer, long offset, const char *fie
     return reject(err, layer, offset, 1, field, what);
 }
 
-int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
+int okpu_kpu_args_check(const okpu_kpu_args *a, int layer, long offset, okpu_error *err)
 {
     char what[240];
     unsigned stride;
@@ -226,7 +226,7 @@ int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
     }
 
     /* The pooled output size is fixed by the input and the pool type (floor of in / stride). */
-    stride = kpu_pool_stride(a->pool_type);
+    stride = okpu_kpu_pool_stride(a->pool_type);
     if (a->out_width != a->in_width / stride || a->out_height != a->in_height / stride) {
         OKPU_MSGF(what, sizeof what,
                  "KPU conv output %lux%lu does not match input %lux%lu with pool_type %u (stride %u): expected "
@@ -269,10 +269,10 @@ int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err)
  * that read, so a word with a large para_size or load_time makes the chip read past the model's weights. Accepted:
  * the layout nncase v0.2 and Maix-EMC write (docs/kpu-reference.md section 3) and every real model carries -
  * load_time + 1 = ceil(out channels / channels per load), para_size = bytes per channel x channels per load (or
- * less: a shorter load reads less) - so the loads stay inside the kpu_weights_bytes() the loader validated. */
-int kpu_args_check_weight_loads(const kpu_args *a, int eight_bit, int layer, long offset, okpu_error *err)
+ * less: a shorter load reads less) - so the loads stay inside the okpu_kpu_weights_bytes() the loader validated. */
+int okpu_kpu_args_check_weight_loads(const okpu_kpu_args *a, int eight_bit, int layer, long offset, okpu_error *err)
 {
-    uint64_t k = kpu_kernel_size(a);
+    uint64_t k = okpu_kpu_kernel_size(a);
     uint64_t per_ch = (a->depthwise ? k * k : (uint64_t)a->in_channels * k * k) * (eight_bit ? 1u : 2u);
     uint64_t per_load = a->out_channels_coef, loads = a->load_time + 1u;
     uint64_t want_loads = per_load ? (a->out_channels + per_load - 1u) / per_load : 0u;
@@ -288,5 +288,5 @@ int kpu_args_check_weight_loads(const kpu_args *a, int eight_bit, int layer, lon
                      layer, (unsigned long)a->para_size, (unsigned long)loads, (unsigned long)per_load,
                      (unsigned long)a->out_channels, (unsigned long long)per_ch,
                      (unsigned long long)(per_ch * (per_load ? per_load : 1u)), (unsigned long long)want_loads,
-                     (unsigned long long)a->para_size * loads, (unsigned long)kpu_weights_bytes(a, eight_bit));
+                     (unsigned long long)a->para_size * loads, (unsigned long)okpu_kpu_weights_bytes(a, eight_bit));
 }

@@ -11,7 +11,7 @@
 #define KPU_ACT_TABLE_BYTES 144u /* 16 segments x u64 + 2 x u64 of result_bias */
 #define KPU_BN_ENTRY_BYTES 8u
 
-typedef struct kpu_args {
+typedef struct okpu_kpu_args {
     /* word 0 */
     unsigned int_en, ram_flag, full_add, depthwise;
     /* word 1: 64-byte row indices into KPU RAM */
@@ -44,50 +44,50 @@ typedef struct kpu_args {
     /* word 11 */
     unsigned send_data_out;
     uint32_t channel_byte_num, dma_total_byte; /* stored values (bytes - 1) */
-} kpu_args;
+} okpu_kpu_args;
 
 /* One BN entry (u64 per output channel). */
-typedef struct kpu_bn {
+typedef struct okpu_kpu_bn {
     int32_t norm_mul;   /* signed 24 */
     int32_t norm_add;   /* signed 32 */
     unsigned norm_shift; /* u4 */
-} kpu_bn;
+} okpu_kpu_bn;
 
 /* The activation table: 16 segments. */
-typedef struct kpu_act {
+typedef struct okpu_kpu_act {
     int64_t x_start[16]; /* signed 36 */
     int32_t y_mul[16];   /* 16-bit, sign-extended (nncase) */
     unsigned shift[16];
     uint8_t bias[16];
-} kpu_act;
+} okpu_kpu_act;
 
-void kpu_args_decode(const uint8_t raw[KPU_ARGS_BYTES], kpu_args *a);
-void kpu_bn_decode(const uint8_t raw[KPU_BN_ENTRY_BYTES], kpu_bn *bn);
-void kpu_act_decode(const uint8_t raw[KPU_ACT_TABLE_BYTES], kpu_act *act);
+void okpu_kpu_args_decode(const uint8_t raw[KPU_ARGS_BYTES], okpu_kpu_args *a);
+void okpu_kpu_bn_decode(const uint8_t raw[KPU_BN_ENTRY_BYTES], okpu_kpu_bn *bn);
+void okpu_kpu_act_decode(const uint8_t raw[KPU_ACT_TABLE_BYTES], okpu_kpu_act *act);
 
 /* Filter side (1 or 3) for kernel_type 0 / 1. */
-unsigned kpu_kernel_size(const kpu_args *a);
+unsigned okpu_kpu_kernel_size(const okpu_kpu_args *a);
 
 /* Pool geometry of pool_type (docs/kpu-reference.md section 4.4): window side and stride; 0 for an unknown type. */
-unsigned kpu_pool_window(unsigned pool_type);
-unsigned kpu_pool_stride(unsigned pool_type);
+unsigned okpu_kpu_pool_window(unsigned pool_type);
+unsigned okpu_kpu_pool_stride(unsigned pool_type);
 
 /* Bytes of weights the layer reads: depthwise oc*k*k, else ic*oc*k*k, times 2 in 16-bit mode. */
-uint32_t kpu_weights_bytes(const kpu_args *a, int eight_bit);
-uint32_t kpu_bn_bytes(const kpu_args *a); /* 8 * out_channels */
+uint32_t okpu_kpu_weights_bytes(const okpu_kpu_args *a, int eight_bit);
+uint32_t okpu_kpu_bn_bytes(const okpu_kpu_args *a); /* 8 * out_channels */
 
 /* Multiply-accumulates of the convolution (at input resolution, as the KPU computes it). */
-uint64_t kpu_args_macs(const kpu_args *a);
+uint64_t okpu_kpu_args_macs(const okpu_kpu_args *a);
 
 /* Validate a layer argument against the KPU's limits: channel counts, 4 <= H <= 256, 4 <= W <= 512, kernel and
  * pool types, output size = input / pool stride, source and destination regions inside the 2 MiB KPU RAM,
  * depthwise in == out channels, DMA byte counts consistent with the output shape when it goes to main memory.
  * `layer`/`offset` locate it in the file for the message. */
-int kpu_args_check(const kpu_args *a, int layer, long offset, okpu_error *err);
+int okpu_kpu_args_check(const okpu_kpu_args *a, int layer, long offset, okpu_error *err);
 
 /* The chip's own weight fetch (para_size, load_time, out_channels_coef; load_para 0 = no fetch) against the weight
  * table the loader validated: anything but the nncase / Maix-EMC layout is refused, since it would make the KPU read
  * past the weights. Only the hardware (and the virtual board's KPU) reads by these fields; the emulator ignores them. */
-int kpu_args_check_weight_loads(const kpu_args *a, int eight_bit, int layer, long offset, okpu_error *err);
+int okpu_kpu_args_check_weight_loads(const okpu_kpu_args *a, int eight_bit, int layer, long offset, okpu_error *err);
 
 #endif

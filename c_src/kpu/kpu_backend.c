@@ -4,18 +4,18 @@
 
 #include "../core/error.h"
 
-kpu_backend *kpu_backend_create(const okpu_options *opts, okpu_error *err)
+okpu_kpu_backend *okpu_kpu_backend_create(const okpu_options *opts, okpu_error *err)
 {
     okpu_backend_kind kind = opts ? opts->backend : OKPU_BACKEND_EMULATOR;
 
     switch (kind) {
     case OKPU_BACKEND_EMULATOR:
-        return kpu_emu_create(opts, err);
+        return okpu_kpu_emu_create(opts, err);
     case OKPU_BACKEND_K210:
         if (opts->k210_port)
-            return kpu_k210_create_on(opts->k210_port, opts, err);
+            return okpu_kpu_k210_create_on(opts->k210_port, opts, err);
 #ifdef OKPU_HAVE_K210_HW
-        return kpu_k210_create(opts, err);
+        return okpu_kpu_k210_create(opts, err);
 #else
         okpu_fail(err, OKPU_ERR_NOT_IMPLEMENT, -1, -1,
                   "the K210 hardware KPU backend reaches the chip only in board builds (compiled with "

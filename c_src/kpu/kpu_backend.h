@@ -7,43 +7,43 @@
 #include "../okpu.h"
 #include "kpu_args.h"
 
-typedef struct kpu_layer_job {
+typedef struct okpu_kpu_layer_job {
     const uint8_t *raw_args; /* the 96 bytes as stored in the model (address fields of the file ignored) */
-    kpu_args args;           /* the same, decoded */
-    const uint8_t *weights;  /* u8 (8-bit mode) or little-endian u16 weights, kpu_weights_bytes() long */
+    okpu_kpu_args args;           /* the same, decoded */
+    const uint8_t *weights;  /* u8 (8-bit mode) or little-endian u16 weights, okpu_kpu_weights_bytes() long */
     const uint8_t *bn;       /* out_channels x 8 bytes */
     const uint8_t *act;      /* 144 bytes */
     int eight_bit;           /* 1: 8-bit weights, 0: 16-bit */
     uint8_t *main_out;       /* NULL, or where the output is also copied densely (dma_total_byte + 1 bytes) */
     int layer;               /* index in the model, for messages */
-} kpu_layer_job;
+} okpu_kpu_layer_job;
 
-typedef struct kpu_backend kpu_backend;
-struct kpu_backend {
+typedef struct okpu_kpu_backend okpu_kpu_backend;
+struct okpu_kpu_backend {
     const char *name;
     uint8_t *ram; /* the 2 MiB KPU RAM as the CPU sees it */
-    int (*run_layer)(kpu_backend *self, const kpu_layer_job *job, okpu_error *err);
+    int (*run_layer)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
     /* Called at load for every layer the model will run (NULL: nothing to prepare): a backend that needs working
      * memory for a layer takes it here, so that running cannot fail for lack of memory. */
-    int (*prepare)(kpu_backend *self, const kpu_layer_job *job, okpu_error *err);
+    int (*prepare)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
     size_t scratch_bytes; /* working memory the backend holds (prepare), for the memory report */
-    void (*destroy)(kpu_backend *self);
+    void (*destroy)(okpu_kpu_backend *self);
 };
 
 /* The bit-exact software KPU. Allocates its 2 MiB RAM through opts->allocator. NULL + err on failure. */
-kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err);
+okpu_kpu_backend *okpu_kpu_emu_create(const okpu_options *opts, okpu_error *err);
 
 /* The emulator over a KPU RAM it does not own (2 MiB at `ram`, e.g. a virtual board's AI SRAM). */
-kpu_backend *kpu_emu_create_on_ram(const okpu_options *opts, uint8_t *ram, okpu_error *err);
+okpu_kpu_backend *okpu_kpu_emu_create_on_ram(const okpu_options *opts, uint8_t *ram, okpu_error *err);
 
 /* The same emulator computing each convolution straight from the specification, one output value at a time: the
- * oracle its fast path is tested against (kpu_emu_create also picks it when the environment has
+ * oracle its fast path is tested against (okpu_kpu_emu_create also picks it when the environment has
  * OKPU_EMU_REFERENCE=1). */
-kpu_backend *kpu_emu_create_reference(const okpu_options *opts, okpu_error *err);
+okpu_kpu_backend *okpu_kpu_emu_create_reference(const okpu_options *opts, okpu_error *err);
 
 /* The K210's KPU driven through `port` (kpu_k210.c): the board's register block, or a simulated peripheral in the
  * host tests. The backend does not own the port; it must outlive the backend. */
-kpu_backend *kpu_k210_create_on(const okpu_k210_port *port, const okpu_options *opts, okpu_error *err);
+okpu_kpu_backend *okpu_kpu_k210_create_on(const okpu_k210_port *port, const okpu_options *opts, okpu_error *err);
 
 #ifdef OKPU_HAVE_K210_HW
 /* The board's microsecond clock: a board build provides it (the firmware: CLINT mtime). It bounds the wait for a
@@ -52,11 +52,11 @@ uint64_t okpu_board_time_us(void);
 
 /* The chip's own KPU (board builds only). */
 const okpu_k210_port *okpu_k210_board_port(void);
-kpu_backend *kpu_k210_create(const okpu_options *opts, okpu_error *err);
+okpu_kpu_backend *okpu_kpu_k210_create(const okpu_options *opts, okpu_error *err);
 #endif
 
 /* Backend selected by opts->backend. OKPU_BACKEND_K210 uses opts->k210_port, or the board's own KPU in board builds
  * (OKPU_HAVE_K210_HW). */
-kpu_backend *kpu_backend_create(const okpu_options *opts, okpu_error *err);
+okpu_kpu_backend *okpu_kpu_backend_create(const okpu_options *opts, okpu_error *err);
 
 #endif

@@ -40,7 +40,7 @@ enum {
 #define TABLE_ALIGN 8u /* the KPU fetches its tables in 64-bit words */
 
 struct okpu_kpu_device {
-    kpu_backend *emu;
+    okpu_kpu_backend *emu;
     okpu_allocator allocator;
     const okpu_allocator *alloc; /* &allocator or NULL (malloc) */
     uint8_t *sram;
@@ -97,7 +97,7 @@ static const uint8_t *resolve_table(const okpu_kpu_device *d, uint32_t bus, uint
     return d->sram + off;
 }
 
-static int queue_output(okpu_kpu_device *d, const kpu_args *a, int layer, okpu_error *err)
+static int queue_output(okpu_kpu_device *d, const okpu_kpu_args *a, int layer, okpu_error *err)
 {
     size_t n = (size_t)a->out_width * a->out_height * a->out_channels;
     if (n > d->out_cap) {
@@ -109,7 +109,7 @@ static int queue_output(okpu_kpu_device *d, const kpu_args *a, int layer, okpu_e
         d->out = p;
         d->out_cap = n;
     }
-    kpu_layout_download(d->emu->ram, a->image_dst_addr, d->out, a->out_width, a->out_height, a->out_channels);
+    okpu_kpu_layout_download(d->emu->ram, a->image_dst_addr, d->out, a->out_width, a->out_height, a->out_channels);
     d->out_len = n;
     d->out_pos = 0;
     return OKPU_OK;
@@ -118,7 +118,7 @@ static int queue_output(okpu_kpu_device *d, const kpu_args *a, int layer, okpu_e
 static void execute_layer(okpu_kpu_device *d)
 {
     uint8_t raw[KPU_ARGS_BYTES];
-    kpu_layer_job job;
+    okpu_kpu_layer_job job;
     okpu_error err;
     int layer = (int)d->layers_run;
     unsigned i;
@@ -129,12 +129,12 @@ static void execute_layer(okpu_kpu_device *d)
     job.raw_args = raw;
     job.layer = layer;
     job.eight_bit = (int)(d->eight_bit & 1u);
-    kpu_args_decode(raw, &job.args);
-    if (kpu_args_check(&job.args, layer, -1, &err) != OKPU_OK ||
-        kpu_args_check_weight_loads(&job.args, job.eight_bit, layer, -1, &err) != OKPU_OK ||
-        !(job.bn = resolve_table(d, job.args.bwsx_base_addr, kpu_bn_bytes(&job.args), "batch-norm table", layer,
+    okpu_kpu_args_decode(raw, &job.args);
+    if (okpu_kpu_args_check(&job.args, layer, -1, &err) != OKPU_OK ||
+        okpu_kpu_args_check_weight_loads(&job.args, job.eight_bit, layer, -1, &err) != OKPU_OK ||
+        !(job.bn = resolve_table(d, job.args.bwsx_base_addr, okpu_kpu_bn_bytes(&job.args), "batch-norm table", layer,
                                  &err)) ||
-        !(job.weights = resolve_table(d, job.args.para_start_addr, kpu_weights_bytes(&job.args, job.eight_bit),
+        !(job.weights = resolve_table(d, job.args.para_start_addr, okpu_kpu_weights_bytes(&job.args, job.eight_bit),
                                       "weights", layer, &err)) ||
         !(job.act = resolve_table(d, job.args.active_addr, KPU_ACT_TABLE_BYTES, "activation table", layer, &err)) ||
         d->emu->prepare(d->emu, &job, &err) != OKPU_OK || d->emu->run_layer(d->emu, &job, &err) != OKPU_OK ||
@@ -268,7 +268,7 @@ okpu_kpu_device *okpu_kpu_device_create(uint8_t *sram, size_t sram_size, uint8_t
         d->allocator = *alloc;
         d->alloc = &d->allocator;
     }
-    d->emu = kpu_emu_create_on_ram(opts, kpu_ram, err);
+    d->emu = okpu_kpu_emu_create_on_ram(opts, kpu_ram, err);
     if (!d->emu) {
         okpu_free(d->alloc, d, sizeof *d);
         return NULL;

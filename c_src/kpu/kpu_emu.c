@@ -8,7 +8,7 @@
  * - conv_fast: the same sums reorganised into integer loops over whole rows. The x-offset term depends only on the
  *   pixel, so it is one plane per layer; the w-offset term depends only on the output channel, so it is one number;
  *   the products sum in uint32 in 8-bit mode (1024*9*255*255 < 2^32) and in uint64 in 16-bit mode.
- * kpu_emu_create picks conv_fast unless the environment has OKPU_EMU_REFERENCE=1. */
+ * okpu_kpu_emu_create picks conv_fast unless the environment has OKPU_EMU_REFERENCE=1. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,23 +31,23 @@ typedef struct w_terms {
     int64_t *term; /* oc entries */
 } w_terms;
 
-typedef struct kpu_emu {
-    kpu_backend base; /* first, so the backend pointer is the emulator pointer */
+typedef struct okpu_kpu_emu {
+    okpu_kpu_backend base; /* first, so the backend pointer is the emulator pointer */
     okpu_options opts;
     okpu_allocator allocator; /* copy of *opts->allocator; opts.allocator points here or is NULL */
     int reference;
     int sse41;
-    int owns_ram;     /* 0 when the RAM belongs to a board model (kpu_emu_create_on_ram) */
+    int owns_ram;     /* 0 when the RAM belongs to a board model (okpu_kpu_emu_create_on_ram) */
     uint8_t *scratch; /* working memory for the largest layer prepared (see "Working memory"), freed by destroy */
     size_t scratch_size;
     w_terms *wt;      /* the prepared layers' w-offset terms (fast path only) */
     size_t wt_count, wt_cap, wt_bytes;
-} kpu_emu;
+} okpu_kpu_emu;
 
 /* Batch norm then activation of one accumulator (docs/kpu-reference.md sections 4.2, 4.3). A real layer's alu stays far
  * below 2^40 and its BN product below 2^63; the wrapping ops only pin down the result of values no real layer produces (alu near
  * 2^53 is reachable only with 16-bit weights and near-maximal arg fields). */
-static uint8_t bn_act(int64_t alu, const kpu_bn *bn, const kpu_act *act, int act_sorted, okpu_round_mode mode)
+static uint8_t bn_act(int64_t alu, const okpu_kpu_bn *bn, const okpu_kpu_act *act, int act_sorted, okpu_round_mode mode)
 {
     int64_t y = okpu_wrap_add(okpu_asr64(okpu_wrap_mul(alu, bn->norm_mul), bn->norm_shift), bn->norm_add);
     int64_t r;
@@ -112,7 +112,7 @@ typedef struct bn_fast {
     int64_t ylo, yhi, alu_abs; /* range of y, largest |alu| */
 } bn_fast;
 
-static void act_fast_init(const kpu_act *act, int act_sorted, act_fast *f)
+static void act_fast_init(const okpu_kpu_act *act, int act_sorted, act_fast *f)
 {
     int i;
 
@@ -144,7 +144,7 @@ static int64_t abs_diff_max(int64_t lo, int64_t hi, int64_t v)
 }
 
 /* Decide whether the channel with BN `bn` and alu in [lo, hi] can use bn_act_fast. */
-static void bn_fast_init(const kpu_bn *bn, const act_fast *af, int64_t lo, int64_t hi, bn_fast *f)
+static void bn_fast_init(const okpu_kpu_bn *bn, const act_fast *af, int64_t lo, int64_t hi, bn_fast *f)
 {
     const int64_t limit = (int64_t)1 << 37; /* |alu| <= 2^37 and |norm_mul| <= 2^23: |alu * norm_mul| <= 2^60 */
     int64_t y0, y1, ylo, yhi;
@@ -337,7 +337,7 @@ static void pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned pool_
 {
     static const unsigned char kinds[10] = {POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_MAX,  POOL_MEAN,
                                             POOL_PICK,   POOL_PICK, POOL_PICK, POOL_MEAN, POOL_MAX};
-    const uint32_t f = kpu_pool_window(pool_type), s = kpu_pool_stride(pool_type);
+    const uint32_t f = okpu_kpu_pool_window(pool_type), s = okpu_kpu_pool_stride(pool_type);
     const uint32_t ow = w / s, oh = h / s;
     const uint32_t pick_x = pool_type == 6 ? 1u : 0u; /* right-top pick; the others take the left-top tap */
     uint32_t ox, oy, kx, ky;
@@ -386,11 +386,11 @@ static void pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned pool_
 /* ---- Layer state shared by both conv paths ---- */
 
 typedef struct emu_layer {
-    const kpu_args *a;
+    const okpu_kpu_args *a;
     const uint8_t *weights;
     const uint8_t *bn_raw;
     int eight_bit;
-    kpu_act act;
+    okpu_kpu_act act;
     int act_sorted; /* x_start non-decreasing (every real table) */
     uint32_t w, h, k, kk, ic, oc;
     uint32_t g_ic;       /* input channels each output channel reads: 1 when depthwise */
@@ -424,9 +424,9 @@ static uint32_t input_channel(const emu_layer *L, uint32_t oc, uint32_t i)
 }
 
 /* Section 4.1 as written: one output value at a time. */
-static void conv_reference(const emu_layer *L, uint32_t oc, const kpu_bn *bn)
+static void conv_reference(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn)
 {
-    const kpu_args *a = L->a;
+    const okpu_kpu_args *a = L->a;
     uint32_t x, y, i, kx, ky;
 
     for (y = 0; y < L->h; y++) {
@@ -537,7 +537,7 @@ static void x_term_one_channel(const emu_layer *L, uint32_t c, const fast_bufs *
 /* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. */
 static int64_t w_term(const emu_layer *L, uint32_t oc)
 {
-    const kpu_args *a = L->a;
+    const okpu_kpu_args *a = L->a;
     int64_t total = 0, all_w = 0;
     uint32_t i, t;
 
@@ -744,7 +744,7 @@ static runs plane_runs(const emu_layer *L)
     R.whole = 0;
     R.acc_row = (size_t)L->w;
     if (pool >= 5 && pool <= 7) {
-        const uint32_t s = kpu_pool_stride(pool);
+        const uint32_t s = okpu_kpu_pool_stride(pool);
         R.count = L->h / s;
         R.row_step = s;
         R.span = L->w / s * s;
@@ -798,7 +798,7 @@ static void alu_range(const emu_layer *L, const fast_bufs *B, const runs *R, int
 }
 
 /* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
-static void conv_fast(const emu_layer *L, uint32_t oc, const kpu_bn *bn, fast_bufs *B)
+static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, fast_bufs *B)
 {
     const runs R = plane_runs(L);
     const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
@@ -901,12 +901,12 @@ static uint64_t align8(uint64_t n)
 }
 
 /* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path) and their sum.
- * kpu_args_check bounds every factor (the maps fit the 2 MiB KPU RAM, x_table has 9 * 255 + 1 entries); the checked
+ * okpu_kpu_args_check bounds every factor (the maps fit the 2 MiB KPU RAM, x_table has 9 * 255 + 1 entries); the checked
  * products keep that an explicit limit rather than an assumption. */
-static int scratch_parts(const kpu_emu *e, const kpu_args *a, int layer, uint64_t part[PART_COUNT], uint64_t *total,
+static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, uint64_t part[PART_COUNT], uint64_t *total,
                          okpu_error *err)
 {
-    const uint64_t k = kpu_kernel_size(a), pad = k / 2u, w = a->in_width, h = a->in_height;
+    const uint64_t k = okpu_kpu_kernel_size(a), pad = k / 2u, w = a->in_width, h = a->in_height;
     uint64_t plane, n;
     int bad = 0, i;
 
@@ -937,7 +937,7 @@ static int scratch_parts(const kpu_emu *e, const kpu_args *a, int layer, uint64_
 }
 
 /* Grow the block to `bytes` (its contents need not survive: every run rewrites what it reads). */
-static int reserve_scratch(kpu_emu *e, uint64_t bytes, int layer, okpu_error *err)
+static int reserve_scratch(okpu_kpu_emu *e, uint64_t bytes, int layer, okpu_error *err)
 {
     if (bytes <= e->scratch_size)
         return OKPU_OK;
@@ -955,7 +955,7 @@ static int reserve_scratch(kpu_emu *e, uint64_t bytes, int layer, okpu_error *er
 }
 
 /* The w-offset term of every output channel of the layer into out[0..oc). */
-static void w_terms_fill(const kpu_emu *e, const kpu_layer_job *job, int64_t *out)
+static void w_terms_fill(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, int64_t *out)
 {
     emu_layer L;
     uint32_t oc;
@@ -965,21 +965,21 @@ static void w_terms_fill(const kpu_emu *e, const kpu_layer_job *job, int64_t *ou
     L.weights = job->weights;
     L.eight_bit = job->eight_bit;
     L.g_ic = job->args.depthwise ? 1u : job->args.in_channels;
-    L.kk = kpu_kernel_size(&job->args) * kpu_kernel_size(&job->args);
+    L.kk = okpu_kpu_kernel_size(&job->args) * okpu_kpu_kernel_size(&job->args);
     L.offset_mode = e->opts.conv_offset;
     for (oc = 0; oc < job->args.out_channels; oc++)
         out[oc] = w_term(&L, oc);
 }
 
-static w_terms *w_terms_find(const kpu_emu *e, const kpu_layer_job *job)
+static w_terms *w_terms_find(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
 {
-    const kpu_args *a = &job->args;
+    const okpu_kpu_args *a = &job->args;
     size_t i;
 
     for (i = 0; i < e->wt_count; i++) {
         w_terms *t = &e->wt[i];
         if (t->weights == job->weights && t->eight_bit == job->eight_bit && t->oc == a->out_channels &&
-            t->g_ic == (a->depthwise ? 1u : a->in_channels) && t->kk == kpu_kernel_size(a) * kpu_kernel_size(a) &&
+            t->g_ic == (a->depthwise ? 1u : a->in_channels) && t->kk == okpu_kpu_kernel_size(a) * okpu_kpu_kernel_size(a) &&
             t->arg_w == a->arg_w && t->shr_w == a->shr_w && t->arg_add == a->arg_add)
             return t;
     }
@@ -992,10 +992,10 @@ static w_terms *w_terms_find(const kpu_emu *e, const kpu_layer_job *job)
 
 /* Compute the layer's w-offset terms once, at prepare; a layer prepared again (the virtual board prepares before
  * every run, and its weights may have changed) recomputes them in place. */
-static int w_terms_prepare(kpu_emu *e, const kpu_layer_job *job, okpu_error *err)
+static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_error *err)
 {
-    const kpu_args *a = &job->args;
-    const size_t bytes = (size_t)a->out_channels * sizeof(int64_t); /* out_channels <= 1024: kpu_args_check */
+    const okpu_kpu_args *a = &job->args;
+    const size_t bytes = (size_t)a->out_channels * sizeof(int64_t); /* out_channels <= 1024: okpu_kpu_args_check */
     w_terms *t = w_terms_find(e, job);
 
     if (t) {
@@ -1027,7 +1027,7 @@ static int w_terms_prepare(kpu_emu *e, const kpu_layer_job *job, okpu_error *err
     t->eight_bit = job->eight_bit;
     t->oc = a->out_channels;
     t->g_ic = a->depthwise ? 1u : a->in_channels;
-    t->kk = kpu_kernel_size(a) * kpu_kernel_size(a);
+    t->kk = okpu_kpu_kernel_size(a) * okpu_kpu_kernel_size(a);
     t->arg_w = a->arg_w;
     t->shr_w = a->shr_w;
     t->arg_add = a->arg_add;
@@ -1038,13 +1038,13 @@ static int w_terms_prepare(kpu_emu *e, const kpu_layer_job *job, okpu_error *err
     return OKPU_OK;
 }
 
-static int emu_prepare(kpu_backend *self, const kpu_layer_job *job, okpu_error *err)
+static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
 {
-    kpu_emu *e = (kpu_emu *)(void *)self;
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
     uint64_t part[PART_COUNT], total;
     int rc;
 
-    if ((rc = kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK ||
+    if ((rc = okpu_kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK ||
         (rc = scratch_parts(e, &job->args, job->layer, part, &total, err)) != OKPU_OK ||
         (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
         return rc;
@@ -1054,7 +1054,7 @@ static int emu_prepare(kpu_backend *self, const kpu_layer_job *job, okpu_error *
 /* Copy the input map out of KPU RAM into ic planes, each with a `pad`-wide border of pad_value. */
 static void load_input(const uint8_t *ram, const emu_layer *L, uint8_t *planes)
 {
-    const kpu_layout layout = kpu_layout_for_width(L->w);
+    const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->w);
     const uint8_t *base = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES;
     uint32_t c, y;
 
@@ -1063,13 +1063,13 @@ static void load_input(const uint8_t *ram, const emu_layer *L, uint8_t *planes)
     for (c = 0; c < L->ic; c++)
         for (y = 0; y < L->h; y++)
             memcpy(planes + c * L->plane + (size_t)(y + L->pad) * L->pitch + L->pad,
-                   base + kpu_layout_offset(&layout, L->h, c, y, 0), L->w);
+                   base + okpu_kpu_layout_offset(&layout, L->h, c, y, 0), L->w);
 }
 
-static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error *err)
+static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
 {
-    kpu_emu *e = (kpu_emu *)(void *)self;
-    const kpu_args *a = &job->args;
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    const okpu_kpu_args *a = &job->args;
     emu_layer L;
     fast_bufs B;
     uint8_t *at[PART_COUNT], *in_planes, *out_dense;
@@ -1078,7 +1078,7 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     uint32_t oc, s;
     int rc, i;
 
-    if ((rc = kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
+    if ((rc = okpu_kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
         return rc;
     if (!job->weights || !job->bn || !job->act)
         return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
@@ -1097,14 +1097,14 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     L.weights = job->weights;
     L.bn_raw = job->bn;
     L.eight_bit = job->eight_bit;
-    kpu_act_decode(job->act, &L.act);
+    okpu_kpu_act_decode(job->act, &L.act);
     L.act_sorted = 1;
     for (s = 1; s < 16; s++)
         if (L.act.x_start[s] < L.act.x_start[s - 1])
             L.act_sorted = 0;
     L.w = a->in_width;
     L.h = a->in_height;
-    L.k = kpu_kernel_size(a);
+    L.k = okpu_kpu_kernel_size(a);
     L.kk = L.k * L.k;
     L.ic = a->in_channels;
     L.oc = a->out_channels;
@@ -1148,8 +1148,8 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     }
 
     for (oc = 0; oc < L.oc; oc++) {
-        kpu_bn bn;
-        kpu_bn_decode(job->bn + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
+        okpu_kpu_bn bn;
+        okpu_kpu_bn_decode(job->bn + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
         if (e->reference)
             conv_reference(&L, oc, &bn);
         else
@@ -1158,15 +1158,15 @@ static int emu_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error
     }
 
     /* Written only after the whole input was read: source and destination regions may overlap. */
-    kpu_layout_upload(self->ram, a->image_dst_addr, out_dense, a->out_width, a->out_height, L.oc);
+    okpu_kpu_layout_upload(self->ram, a->image_dst_addr, out_dense, a->out_width, a->out_height, L.oc);
     if (job->main_out)
         memcpy(job->main_out, out_dense, out_plane * L.oc);
     return OKPU_OK;
 }
 
-static void emu_destroy(kpu_backend *self)
+static void emu_destroy(okpu_kpu_backend *self)
 {
-    kpu_emu *e = (kpu_emu *)(void *)self;
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
     const okpu_allocator *alloc;
     okpu_allocator copy;
     size_t i;
@@ -1184,10 +1184,10 @@ static void emu_destroy(kpu_backend *self)
     okpu_free(alloc, e, sizeof *e);
 }
 
-static kpu_backend *emu_create(const okpu_options *opts, int reference, uint8_t *ram, okpu_error *err)
+static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uint8_t *ram, okpu_error *err)
 {
     okpu_options o;
-    kpu_emu *e;
+    okpu_kpu_emu *e;
 
     if (opts)
         o = *opts;
@@ -1227,19 +1227,19 @@ static kpu_backend *emu_create(const okpu_options *opts, int reference, uint8_t 
     return &e->base;
 }
 
-kpu_backend *kpu_emu_create(const okpu_options *opts, okpu_error *err)
+okpu_kpu_backend *okpu_kpu_emu_create(const okpu_options *opts, okpu_error *err)
 {
     const char *env = getenv("OKPU_EMU_REFERENCE");
     return emu_create(opts, env && strcmp(env, "1") == 0, NULL, err);
 }
 
-kpu_backend *kpu_emu_create_on_ram(const okpu_options *opts, uint8_t *ram, okpu_error *err)
+okpu_kpu_backend *okpu_kpu_emu_create_on_ram(const okpu_options *opts, uint8_t *ram, okpu_error *err)
 {
     const char *env = getenv("OKPU_EMU_REFERENCE");
     return emu_create(opts, env && strcmp(env, "1") == 0, ram, err);
 }
 
-kpu_backend *kpu_emu_create_reference(const okpu_options *opts, okpu_error *err)
+okpu_kpu_backend *okpu_kpu_emu_create_reference(const okpu_options *opts, okpu_error *err)
 {
     return emu_create(opts, 1, NULL, err);
 }

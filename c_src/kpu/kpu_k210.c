@@ -37,7 +37,7 @@ enum {
 #define K210_TABLE_ALIGN 8u
 
 typedef struct kpu_k210 {
-    kpu_backend base;
+    okpu_kpu_backend base;
     okpu_k210_port port;
     const okpu_allocator *allocator;
     okpu_allocator allocator_copy;
@@ -50,7 +50,7 @@ static uint64_t set_field(uint64_t word, unsigned lo, unsigned width, uint64_t v
 }
 
 /* The KPU address of one table, checked: reachable and 8-byte aligned. */
-static int table_address(const kpu_k210 *k, const kpu_layer_job *job, const void *p, const char *what,
+static int table_address(const kpu_k210 *k, const okpu_kpu_layer_job *job, const void *p, const char *what,
                          uint32_t *addr, okpu_error *err)
 {
     if (k->port.kpu_address(k->port.ctx, p, addr) != 0)
@@ -68,7 +68,7 @@ static int table_address(const kpu_k210 *k, const kpu_layer_job *job, const void
 
 /* The 12 words to push: the stored argument with the source/destination rows of this job, the three table
  * addresses, the completion interrupt on and the output FIFO off. */
-static int build_words(const kpu_k210 *k, const kpu_layer_job *job, uint64_t words[12], okpu_error *err)
+static int build_words(const kpu_k210 *k, const okpu_kpu_layer_job *job, uint64_t words[12], okpu_error *err)
 {
     uint32_t bn_addr, act_addr, weights_addr;
     unsigned i;
@@ -126,17 +126,17 @@ static int wait_calc_done(const kpu_k210 *k, int layer, okpu_error *err)
                      layer, (unsigned long)limit);
 }
 
-static int k210_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_error *err)
+static int k210_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
 {
     kpu_k210 *k = (kpu_k210 *)(void *)self;
-    const kpu_args *a = &job->args;
+    const okpu_kpu_args *a = &job->args;
     uint64_t words[12];
     unsigned i;
     int rc;
 
-    if ((rc = kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
+    if ((rc = okpu_kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
         return rc;
-    if ((rc = kpu_args_check_weight_loads(a, job->eight_bit, job->layer, -1, err)) != OKPU_OK)
+    if ((rc = okpu_kpu_args_check_weight_loads(a, job->eight_bit, job->layer, -1, err)) != OKPU_OK)
         return rc;
     if (!job->raw_args || !job->weights || !job->bn || !job->act)
         return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
@@ -157,19 +157,19 @@ static int k210_run_layer(kpu_backend *self, const kpu_layer_job *job, okpu_erro
     if (rc != OKPU_OK)
         return rc;
     if (job->main_out)
-        kpu_layout_download(self->ram, a->image_dst_addr, job->main_out, a->out_width, a->out_height,
+        okpu_kpu_layout_download(self->ram, a->image_dst_addr, job->main_out, a->out_width, a->out_height,
                             a->out_channels);
     return OKPU_OK;
 }
 
-static void k210_destroy(kpu_backend *self)
+static void k210_destroy(okpu_kpu_backend *self)
 {
     kpu_k210 *k = (kpu_k210 *)(void *)self;
     if (k)
         okpu_free(k->allocator, k, sizeof *k);
 }
 
-kpu_backend *kpu_k210_create_on(const okpu_k210_port *port, const okpu_options *opts, okpu_error *err)
+okpu_kpu_backend *okpu_kpu_k210_create_on(const okpu_k210_port *port, const okpu_options *opts, okpu_error *err)
 {
     const okpu_allocator *alloc = opts ? opts->allocator : NULL;
     kpu_k210 *k;
@@ -248,8 +248,8 @@ const okpu_k210_port *okpu_k210_board_port(void)
     return &port;
 }
 
-kpu_backend *kpu_k210_create(const okpu_options *opts, okpu_error *err)
+okpu_kpu_backend *okpu_kpu_k210_create(const okpu_options *opts, okpu_error *err)
 {
-    return kpu_k210_create_on(okpu_k210_board_port(), opts, err);
+    return okpu_kpu_k210_create_on(okpu_k210_board_port(), opts, err);
 }
 #endif

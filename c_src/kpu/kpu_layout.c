@@ -5,9 +5,9 @@
 
 #include "../okpu.h"
 
-kpu_layout kpu_layout_for_width(uint32_t width)
+okpu_kpu_layout okpu_kpu_layout_for_width(uint32_t width)
 {
-    kpu_layout l;
+    okpu_kpu_layout l;
     if (width <= 16) {
         l.groups = 4;
         l.row_len = 1;
@@ -24,36 +24,36 @@ kpu_layout kpu_layout_for_width(uint32_t width)
     return l;
 }
 
-uint32_t kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels)
+uint32_t okpu_kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels)
 {
-    kpu_layout l = kpu_layout_for_width(width);
+    okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
     return l.row_len * height * ((channels + l.groups - 1) / l.groups);
 }
 
-size_t kpu_layout_offset(const kpu_layout *l, uint32_t height, uint32_t c, uint32_t y, uint32_t x)
+size_t okpu_kpu_layout_offset(const okpu_kpu_layout *l, uint32_t height, uint32_t c, uint32_t y, uint32_t x)
 {
     return (size_t)(c / l->groups) * l->row_len * height * OKPU_KPU_ROW_BYTES + (size_t)(c % l->groups) * l->row_pitch +
            (size_t)y * l->row_len * OKPU_KPU_ROW_BYTES + x;
 }
 
-void kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
+void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
                        uint32_t channels)
 {
-    kpu_layout l = kpu_layout_for_width(width);
+    okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
     uint8_t *base = ram + (size_t)row * OKPU_KPU_ROW_BYTES;
     uint32_t c, y;
     for (c = 0; c < channels; c++)
         for (y = 0; y < height; y++, src += width)
-            memcpy(base + kpu_layout_offset(&l, height, c, y, 0), src, width);
+            memcpy(base + okpu_kpu_layout_offset(&l, height, c, y, 0), src, width);
 }
 
-void kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
+void okpu_kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
                          uint32_t channels)
 {
-    kpu_layout l = kpu_layout_for_width(width);
+    okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
     const uint8_t *base = ram + (size_t)row * OKPU_KPU_ROW_BYTES;
     uint32_t c, y;
     for (c = 0; c < channels; c++)
         for (y = 0; y < height; y++, dst += width)
-            memcpy(dst, base + kpu_layout_offset(&l, height, c, y, 0), width);
+            memcpy(dst, base + okpu_kpu_layout_offset(&l, height, c, y, 0), width);
 }

@@ -6,24 +6,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct kpu_layout {
+typedef struct okpu_kpu_layout {
     uint32_t groups;    /* channels sharing a row: 4 (W<=16), 2 (W<=32), 1 */
     uint32_t row_len;   /* 64-byte rows per image row */
     uint32_t row_pitch; /* byte distance between channels in the same row */
-} kpu_layout;
+} okpu_kpu_layout;
 
-kpu_layout kpu_layout_for_width(uint32_t width);
+okpu_kpu_layout okpu_kpu_layout_for_width(uint32_t width);
 
 /* 64-byte rows a WxHxC map occupies. */
-uint32_t kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels);
+uint32_t okpu_kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels);
 
 /* Byte offset of (c, y, x) from the map's first row. */
-size_t kpu_layout_offset(const kpu_layout *l, uint32_t height, uint32_t c, uint32_t y, uint32_t x);
+size_t okpu_kpu_layout_offset(const okpu_kpu_layout *l, uint32_t height, uint32_t c, uint32_t y, uint32_t x);
 
 /* Dense planar NCHW u8 <-> KPU layout at row `row` of `ram` (2 MiB). The caller checks the region fits. */
-void kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
+void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
                        uint32_t channels);
-void kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
+void okpu_kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
                          uint32_t channels);
 
 #endif

@@ -22,7 +22,7 @@
 
 /* What a step sees while it runs: the KPU backend and where it is in the model (for messages). */
 typedef struct okpu_run_ctx {
-    kpu_backend *kpu;
+    okpu_kpu_backend *kpu;
     int layer;
     long body_offset;
 } okpu_run_ctx;

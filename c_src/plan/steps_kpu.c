@@ -13,7 +13,7 @@ int okpu_step_kpu_conv(const okpu_run_ctx *ctx, const void *args, okpu_error *er
     uint32_t b;
     memcpy(raw, a->job.raw_args, KPU_ARGS_BYTES);
     for (b = 0; b < a->batches; b++) {
-        kpu_layer_job job = a->job;
+        okpu_kpu_layer_job job = a->job;
         uint32_t src = a->job.args.image_src_addr + b * a->in_rows;
         uint32_t dst = a->job.args.image_dst_addr + b * a->out_rows;
         int rc;
@@ -40,7 +40,7 @@ int okpu_step_kpu_upload(const okpu_run_ctx *ctx, const void *args, okpu_error *
     uint32_t b;
     (void)ctx, (void)err;
     for (b = 0; b < a->batches; b++)
-        kpu_layout_upload(a->kpu_ram, a->row + b * a->rows_per_batch, a->src + b * map, a->w, a->h, a->c);
+        okpu_kpu_layout_upload(a->kpu_ram, a->row + b * a->rows_per_batch, a->src + b * map, a->w, a->h, a->c);
     return OKPU_OK;
 }
 

@@ -11,7 +11,7 @@
  * to main_out + b * main_out_stride. `job` holds the layer's first batch (raw words in the file, decoded fields,
  * tables, weight width). */
 typedef struct okpu_kpu_conv_args {
-    kpu_layer_job job;
+    okpu_kpu_layer_job job;
     uint32_t batches;
     uint32_t in_rows, out_rows;
     uint8_t *main_out; /* NULL: the output stays in KPU RAM */

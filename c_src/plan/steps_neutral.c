@@ -8,51 +8,51 @@
 #include "plan.h"
 
 OKPU_DEFINE_STEP(okpu_step_v4_binary, okpu_v4_binary_args,
-                 v4k_binary(a->a, a->b, a->out, a->sa, a->sb, a->so, a->op, a->lo, a->hi))
+                 okpu_v4k_binary(a->a, a->b, a->out, a->sa, a->sb, a->so, a->op, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_quant_binary, okpu_v4_qbinary_args,
-                 v4k_quantized_binary(a->bin.a, a->bin.b, a->bin.out, a->bin.sa, a->bin.sb, a->bin.so, a->bin.op, &a->q,
+                 okpu_v4k_quantized_binary(a->bin.a, a->bin.b, a->bin.out, a->bin.sa, a->bin.sb, a->bin.so, a->bin.op, &a->q,
                                       a->round))
 OKPU_DEFINE_STEP(okpu_step_v4_concat, okpu_v4_concat_args,
-                 v4k_concat(a->out, a->inputs, a->dims, a->count, a->inner, a->outer))
+                 okpu_v4k_concat(a->out, a->inputs, a->dims, a->count, a->inner, a->outer))
 OKPU_DEFINE_STEP(okpu_step_v4_conv2d, okpu_v4_conv_args,
-                 v4k_conv2d(a->in, a->out, a->weights, a->bias, a->in_shape, a->groups, a->out_channels, &a->win, a->lo, a->hi))
+                 okpu_v4k_conv2d(a->in, a->out, a->weights, a->bias, a->in_shape, a->groups, a->out_channels, &a->win, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_quant_conv2d, okpu_v4_qconv_args,
-                 v4k_quantized_conv2d(a->conv.in, a->conv.out, a->conv.weights, a->conv.bias, a->conv.in_shape, a->conv.groups,
+                 okpu_v4k_quantized_conv2d(a->conv.in, a->conv.out, a->conv.weights, a->conv.bias, a->conv.in_shape, a->conv.groups,
                                       a->conv.out_channels, &a->conv.win, &a->q, a->round))
 OKPU_DEFINE_STEP(okpu_step_v4_conv2d_transpose, okpu_v4_conv_transpose_args,
-                 v4k_conv2d_transpose(a->in, a->out, a->weights, a->in_shape, a->out_shape, a->groups, &a->win, a->lo, a->hi))
-OKPU_DEFINE_STEP(okpu_step_v4_dequantize, okpu_v4_quant_args, v4k_dequantize(a->in, a->out, a->count, a->zero_point, a->scale))
-OKPU_DEFINE_STEP(okpu_step_v4_quantize, okpu_v4_quant_args, v4k_quantize(a->in, a->out, a->count, a->zero_point, a->scale))
+                 okpu_v4k_conv2d_transpose(a->in, a->out, a->weights, a->in_shape, a->out_shape, a->groups, &a->win, a->lo, a->hi))
+OKPU_DEFINE_STEP(okpu_step_v4_dequantize, okpu_v4_quant_args, okpu_v4k_dequantize(a->in, a->out, a->count, a->zero_point, a->scale))
+OKPU_DEFINE_STEP(okpu_step_v4_quantize, okpu_v4_quant_args, okpu_v4k_quantize(a->in, a->out, a->count, a->zero_point, a->scale))
 OKPU_DEFINE_STEP(okpu_step_v4_matmul, okpu_v4_matmul_args,
-                 v4k_matmul(a->a, a->b, a->out, a->bias, a->rows, a->cols, a->b_cols, a->lo, a->hi))
+                 okpu_v4k_matmul(a->a, a->b, a->out, a->bias, a->rows, a->cols, a->b_cols, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_quant_matmul, okpu_v4_qmatmul_args,
-                 v4k_quantized_matmul(a->mm.a, a->mm.b, a->mm.out, a->mm.bias, a->mm.rows, a->mm.cols, a->mm.b_cols, a->a_offset,
+                 okpu_v4k_quantized_matmul(a->mm.a, a->mm.b, a->mm.out, a->mm.bias, a->mm.rows, a->mm.cols, a->mm.b_cols, a->a_offset,
                                       a->b_offset, a->out_mul, a->out_shift, a->out_offset, a->round))
-OKPU_DEFINE_STEP(okpu_step_v4_pad, okpu_v4_pad_args, v4k_pad(a->in, a->out, a->in_shape, a->paddings, a->value, a->elem_size))
+OKPU_DEFINE_STEP(okpu_step_v4_pad, okpu_v4_pad_args, okpu_v4k_pad(a->in, a->out, a->in_shape, a->paddings, a->value, a->elem_size))
 OKPU_DEFINE_STEP(okpu_step_v4_reduce, okpu_v4_reduce_args,
-                 v4k_reduce(a->in, a->out, a->op, a->in_shape, a->out_shape, a->init))
+                 okpu_v4k_reduce(a->in, a->out, a->op, a->in_shape, a->out_shape, a->init))
 OKPU_DEFINE_STEP(okpu_step_v4_reduce_window2d, okpu_v4_reduce_window_args,
-                 v4k_reduce_window2d(a->in, a->out, a->op, a->in_shape, &a->win, a->init, a->lo, a->hi))
+                 okpu_v4k_reduce_window2d(a->in, a->out, a->op, a->in_shape, &a->win, a->init, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_cpu_reduce_window2d, okpu_v4_reduce_window_args,
-                 v4k_cpu_reduce_window2d(a->in, a->out, a->op, a->in_shape, &a->win, a->init, a->lo, a->hi))
+                 okpu_v4k_cpu_reduce_window2d(a->in, a->out, a->op, a->in_shape, &a->win, a->init, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_memory_copy, okpu_v4_copy_args, memmove(a->out, a->in, a->bytes))
 OKPU_DEFINE_STEP(okpu_step_v4_resize, okpu_v4_resize_args,
-                 v4k_resize(a->in, a->out, a->in_shape, a->out_h, a->out_w, a->mode, a->align_corners, a->elem_size))
-OKPU_DEFINE_STEP(okpu_step_v4_softmax, okpu_v4_softmax_args, v4k_softmax(a->in, a->out, a->inner, a->outer, a->beta))
+                 okpu_v4k_resize(a->in, a->out, a->in_shape, a->out_h, a->out_w, a->mode, a->align_corners, a->elem_size))
+OKPU_DEFINE_STEP(okpu_step_v4_softmax, okpu_v4_softmax_args, okpu_v4k_softmax(a->in, a->out, a->inner, a->outer, a->beta))
 OKPU_DEFINE_STEP(okpu_step_v4_transpose, okpu_v4_transpose_args,
-                 v4k_transpose(a->in, a->out, a->in_shape, a->perm, a->elem_size))
+                 okpu_v4k_transpose(a->in, a->out, a->in_shape, a->perm, a->elem_size))
 OKPU_DEFINE_STEP(okpu_step_v4_strided_slice, okpu_v4_slice_args,
-                 v4k_strided_slice(a->in, a->out, a->in_shape, a->begin, a->end, a->strides, a->elem_size))
-OKPU_DEFINE_STEP(okpu_step_v4_unary, okpu_v4_unary_args, v4k_unary(a->in, a->out, a->count, a->op))
-OKPU_DEFINE_STEP(okpu_step_v4_nnil, okpu_v4_nnil_args, nnil_unary(a->program, a->length, a->in, a->out, a->count))
-OKPU_DEFINE_STEP(okpu_step_v4_table_lookup1d, okpu_v4_lookup_args, v4k_table_lookup1d(a->in, a->out, a->count, a->table))
+                 okpu_v4k_strided_slice(a->in, a->out, a->in_shape, a->begin, a->end, a->strides, a->elem_size))
+OKPU_DEFINE_STEP(okpu_step_v4_unary, okpu_v4_unary_args, okpu_v4k_unary(a->in, a->out, a->count, a->op))
+OKPU_DEFINE_STEP(okpu_step_v4_nnil, okpu_v4_nnil_args, okpu_nnil_unary(a->program, a->length, a->in, a->out, a->count))
+OKPU_DEFINE_STEP(okpu_step_v4_table_lookup1d, okpu_v4_lookup_args, okpu_v4k_table_lookup1d(a->in, a->out, a->count, a->table))
 OKPU_DEFINE_STEP(okpu_step_v4_cpu_conv2d, okpu_v4_conv_args,
-                 v4k_cpu_conv2d(a->in, a->out, a->weights, a->bias, a->in_shape, a->out_channels, &a->win, a->lo, a->hi))
+                 okpu_v4k_cpu_conv2d(a->in, a->out, a->weights, a->bias, a->in_shape, a->out_channels, &a->win, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_cpu_depthwise_conv2d, okpu_v4_conv_args,
-                 v4k_cpu_depthwise_conv2d(a->in, a->out, a->weights, a->bias, a->in_shape, &a->win, a->lo, a->hi))
+                 okpu_v4k_cpu_depthwise_conv2d(a->in, a->out, a->weights, a->bias, a->in_shape, &a->win, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_cpu_quant_conv2d, okpu_v4_qconv_args,
-                 v4k_cpu_quantized_conv2d(a->conv.in, a->conv.out, a->conv.weights, a->conv.bias, a->conv.in_shape,
+                 okpu_v4k_cpu_quantized_conv2d(a->conv.in, a->conv.out, a->conv.weights, a->conv.bias, a->conv.in_shape,
                                           a->conv.out_channels, &a->conv.win, &a->q, a->round))
 OKPU_DEFINE_STEP(okpu_step_v4_cpu_quant_depthwise_conv2d, okpu_v4_qconv_args,
-                 v4k_cpu_quantized_depthwise_conv2d(a->conv.in, a->conv.out, a->conv.weights, a->conv.bias, a->conv.in_shape,
+                 okpu_v4k_cpu_quantized_depthwise_conv2d(a->conv.in, a->conv.out, a->conv.weights, a->conv.bias, a->conv.in_shape,
                                                     &a->conv.win, &a->q, a->round))

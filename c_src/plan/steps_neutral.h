@@ -25,7 +25,7 @@ typedef struct okpu_v4_binary_args {
 /* quantized_binary (u8): the binary's ranges, shapes and op (lo, hi unused) */
 typedef struct okpu_v4_qbinary_args {
     okpu_v4_binary_args bin;
-    v4_qbin_params q;
+    okpu_v4_qbin_params q;
     okpu_round_mode round; /* opts.v4_quant_round at load */
 } okpu_v4_qbinary_args;
 
@@ -44,7 +44,7 @@ typedef struct okpu_v4_conv_args {
     const uint8_t *weights, *bias;
     int32_t in_shape[4];
     int32_t groups, out_channels;
-    v4_window win;
+    okpu_v4_window win;
     float lo, hi;
 } okpu_v4_conv_args;
 
@@ -52,7 +52,7 @@ typedef struct okpu_v4_conv_args {
  * geometry (lo, hi unused) and the quantization */
 typedef struct okpu_v4_qconv_args {
     okpu_v4_conv_args conv;
-    v4_qconv_params q;
+    okpu_v4_qconv_params q;
     okpu_round_mode round; /* opts.v4_quant_round at load */
 } okpu_v4_qconv_args;
 
@@ -62,7 +62,7 @@ typedef struct okpu_v4_conv_transpose_args {
     const uint8_t *weights;
     int32_t in_shape[4], out_shape[4];
     int32_t groups;
-    v4_window win;
+    okpu_v4_window win;
     float lo, hi;
 } okpu_v4_conv_transpose_args;
 
@@ -113,7 +113,7 @@ typedef struct okpu_v4_reduce_window_args {
     uint8_t *out;
     int32_t op;
     int32_t in_shape[4];
-    v4_window win;
+    okpu_v4_window win;
     float init, lo, hi;
 } okpu_v4_reduce_window_args;
 

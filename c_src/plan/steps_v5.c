@@ -11,7 +11,7 @@ int okpu_step_v5_download(const okpu_run_ctx *ctx, const void *args, okpu_error 
     uint32_t b;
     (void)ctx, (void)err;
     for (b = 0; b < a->batches; b++)
-        kpu_layout_download(a->kpu_ram, a->row + b * a->rows_per_batch, a->dst + b * map, a->w, a->h, a->c);
+        okpu_kpu_layout_download(a->kpu_ram, a->row + b * a->rows_per_batch, a->dst + b * map, a->w, a->h, a->c);
     return OKPU_OK;
 }
 

@@ -354,7 +354,7 @@ static void check_old(int64_t v, int64_t mul)
                       (long long)mul, s, (int)all_modes[m]);
             /* the v4 ops: int32 operands, shifts 0..62 */
             if (s <= 62)
-                CHECK(v4_mul_shift((int32_t)v, (int32_t)mul, (int32_t)s, all_modes[m]) ==
+                CHECK(okpu_v4_mul_shift((int32_t)v, (int32_t)mul, (int32_t)s, all_modes[m]) ==
                           old_v4_mul_shift((int32_t)v, (int32_t)mul, (int32_t)s, all_modes[m]),
                       "v4 multiply-shift of %d * %d by %u (mode %d) differs from before", (int32_t)v, (int32_t)mul, s,
                       (int)all_modes[m]);

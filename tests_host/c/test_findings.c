@@ -216,7 +216,7 @@ CASE(v3_pool_zero_width)
     return r;
 }
 
-/* v4 concat: inner 2^31 x dims 2^24 x outer 2^9 = 2^64 wrapped to 0; v4k_concat then moved 8 GiB. */
+/* v4 concat: inner 2^31 x dims 2^24 x outer 2^9 = 2^64 wrapped to 0; okpu_v4k_concat then moved 8 GiB. */
 CASE(v4_concat_size_wraps)
 {
     uint32_t body[] = {1, 1, 16, 0, 0x80000000u, 0x200, 1, 1, 1, 0, 0, 1u << 24};

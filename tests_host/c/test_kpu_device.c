@@ -199,7 +199,7 @@ static void test_registers(void)
     board b;
     layer_words L;
     uint8_t weights[8], bn[16], act[KPU_ACT_TABLE_BYTES], in[8 * 8 * 4], out[8 * 8 * 2];
-    kpu_args args;
+    okpu_kpu_args args;
     uint8_t raw[KPU_ARGS_BYTES];
     okpu_error err;
     unsigned i;
@@ -230,14 +230,14 @@ static void test_registers(void)
     board_place(&b, bn, sizeof bn);           /* at 256 */
     board_place(&b, act, sizeof act);         /* at 512 */
     fill_input(in, sizeof in, 0, 5);
-    kpu_layout_upload(b.memory + SRAM_SIZE, 0, in, 8, 8, 4);
+    okpu_kpu_layout_upload(b.memory + SRAM_SIZE, 0, in, 8, 8, 4);
 
     /* the argument really is valid, so the faults below are the device's own */
     L = one_layer(BUS_BASE, BUS_BASE + 256, BUS_BASE + 512, 1);
     for (i = 0; i < 12; i++)
         okpu_wr_u64(raw + 8 * i, L.w[i]);
-    kpu_args_decode(raw, &args);
-    CHECK(kpu_args_check(&args, 0, -1, &err) == OKPU_OK, "hand-made layer invalid: %s", err.message);
+    okpu_kpu_args_decode(raw, &args);
+    CHECK(okpu_kpu_args_check(&args, 0, -1, &err) == OKPU_OK, "hand-made layer invalid: %s", err.message);
 
     /* FIFO level bits follow the fill: almost-empty at <= 1 word, almost-full at >= 10 */
     okpu_kpu_device_write(b.dev, R_FIFO, L.w[0]);
@@ -262,7 +262,7 @@ static void test_registers(void)
     {
         int ok = 1;
         uint8_t expect[8 * 8 * 2];
-        kpu_layout_download(b.memory + SRAM_SIZE, 64, expect, 8, 8, 2);
+        okpu_kpu_layout_download(b.memory + SRAM_SIZE, 64, expect, 8, 8, 2);
         ok = memcmp(out, expect, sizeof out) == 0;
         CHECK(ok, "fifo_data_out = the output rows in KPU RAM");
         /* a few values by hand: out[c][p] = sum_i w[c*4+i]*in[i][p] (the offsets and arg_x are 0) */

@@ -128,7 +128,7 @@ static void pack_identity_act(uint8_t raw[KPU_ACT_TABLE_BYTES], unsigned shift)
 
 static void spec_shape(layer_spec *s)
 {
-    unsigned stride = kpu_pool_stride(s->pool_type);
+    unsigned stride = okpu_kpu_pool_stride(s->pool_type);
     s->ow = s->w / stride;
     s->oh = s->h / stride;
 }
@@ -144,8 +144,8 @@ static void test_layout(void)
 
     for (i = 0; i < sizeof widths / sizeof widths[0]; i++) {
         const uint32_t w = widths[i], h = 9, c = 7, row = 1000;
-        const kpu_layout l = kpu_layout_for_width(w);
-        const uint32_t rows = kpu_layout_rows(w, h, c);
+        const okpu_kpu_layout l = okpu_kpu_layout_for_width(w);
+        const uint32_t rows = okpu_kpu_layout_rows(w, h, c);
         const size_t n = (size_t)w * h * c;
         size_t j, untouched = 0, expect_untouched;
         uint32_t ch, y, x;
@@ -159,13 +159,13 @@ static void test_layout(void)
         for (j = 0; j < n; j++)
             src[j] = (uint8_t)rnd();
         memset(ram, 0xA5, OKPU_KPU_RAM_SIZE);
-        kpu_layout_upload(ram, row, src, w, h, c);
+        okpu_kpu_layout_upload(ram, row, src, w, h, c);
         for (ch = 0; ch < c; ch++)
             for (y = 0; y < h; y++)
                 for (x = 0; x < w; x++) {
                     size_t off = (size_t)(ch / l.groups) * l.row_len * h * 64 + (ch % l.groups) * l.row_pitch +
                                  (size_t)y * l.row_len * 64 + x;
-                    if (kpu_layout_offset(&l, h, ch, y, x) != off ||
+                    if (okpu_kpu_layout_offset(&l, h, ch, y, x) != off ||
                         ram[(size_t)row * 64 + off] != src[((size_t)ch * h + y) * w + x])
                         offsets_ok = 0;
                 }
@@ -178,7 +178,7 @@ static void test_layout(void)
         if (w % 64 == 0)
             CHECK(memcmp(ram + (size_t)row * 64, src, n) == 0, "width %u: not dense", w);
         memset(back, 0, n);
-        kpu_layout_download(ram, row, back, w, h, c);
+        okpu_kpu_layout_download(ram, row, back, w, h, c);
         CHECK(memcmp(src, back, n) == 0, "width %u: round trip differs", w);
     }
     free(ram);
@@ -190,9 +190,9 @@ static void test_decode(void)
 {
     uint8_t raw[KPU_ARGS_BYTES], bn_raw[8], act_raw[KPU_ACT_TABLE_BYTES];
     uint64_t w[12];
-    kpu_args a;
-    kpu_bn bn;
-    kpu_act act;
+    okpu_kpu_args a;
+    okpu_kpu_bn bn;
+    okpu_kpu_act act;
     int64_t x_start[16];
     int32_t y_mul[16];
     unsigned shift[16], i;
@@ -244,7 +244,7 @@ static void test_decode(void)
     put_bits(&w[11], 32, 32, 307199);
     for (i = 0; i < 12; i++)
         store_u64(raw + 8 * i, w[i]);
-    kpu_args_decode(raw, &a);
+    okpu_kpu_args_decode(raw, &a);
 
     CHECK(a.int_en == 1 && a.ram_flag == 1 && a.full_add == 0 && a.depthwise == 1, "word 0: %u %u %u %u", a.int_en,
           a.ram_flag, a.full_add, a.depthwise);
@@ -268,11 +268,11 @@ static void test_decode(void)
     CHECK(a.send_data_out == 1 && a.channel_byte_num == 19199 && a.dma_total_byte == 307199, "word 11");
 
     pack_bn(bn_raw, -8388608, -2147483647 - 1, 15);
-    kpu_bn_decode(bn_raw, &bn);
+    okpu_kpu_bn_decode(bn_raw, &bn);
     CHECK(bn.norm_mul == -8388608 && bn.norm_add == -2147483647 - 1 && bn.norm_shift == 15, "bn: %d %d %u",
           bn.norm_mul, bn.norm_add, bn.norm_shift);
     pack_bn(bn_raw, 123456, 7654321, 3);
-    kpu_bn_decode(bn_raw, &bn);
+    okpu_kpu_bn_decode(bn_raw, &bn);
     CHECK(bn.norm_mul == 123456 && bn.norm_add == 7654321 && bn.norm_shift == 3, "bn positive");
 
     for (i = 0; i < 16; i++) {
@@ -282,7 +282,7 @@ static void test_decode(void)
         bias[i] = (uint8_t)(i * 17 + 3);
     }
     pack_act(act_raw, x_start, y_mul, shift, bias);
-    kpu_act_decode(act_raw, &act);
+    okpu_kpu_act_decode(act_raw, &act);
     for (i = 0; i < 16; i++)
         CHECK(act.x_start[i] == x_start[i] && act.y_mul[i] == y_mul[i] && act.shift[i] == shift[i] &&
                   act.bias[i] == bias[i],
@@ -302,33 +302,33 @@ static void test_decode(void)
         s.h = 240;
         spec_shape(&s);
         pack_args(&s, raw);
-        kpu_args_decode(raw, &a);
-        CHECK(kpu_kernel_size(&a) == 3, "kernel size");
-        CHECK(kpu_weights_bytes(&a, 1) == 3 * 16 * 9 && kpu_weights_bytes(&a, 0) == 2 * 3 * 16 * 9, "weights bytes");
-        CHECK(kpu_bn_bytes(&a) == 128, "bn bytes");
-        CHECK(kpu_args_macs(&a) == 320ull * 240 * 3 * 16 * 9, "macs");
+        okpu_kpu_args_decode(raw, &a);
+        CHECK(okpu_kpu_kernel_size(&a) == 3, "kernel size");
+        CHECK(okpu_kpu_weights_bytes(&a, 1) == 3 * 16 * 9 && okpu_kpu_weights_bytes(&a, 0) == 2 * 3 * 16 * 9, "weights bytes");
+        CHECK(okpu_kpu_bn_bytes(&a) == 128, "bn bytes");
+        CHECK(okpu_kpu_args_macs(&a) == 320ull * 240 * 3 * 16 * 9, "macs");
         s.depthwise = 1;
         s.ic = s.oc = 16;
         s.kernel_type = 0;
         pack_args(&s, raw);
-        kpu_args_decode(raw, &a);
-        CHECK(kpu_weights_bytes(&a, 1) == 16 && kpu_args_macs(&a) == 320ull * 240 * 16, "depthwise sizes");
+        okpu_kpu_args_decode(raw, &a);
+        CHECK(okpu_kpu_weights_bytes(&a, 1) == 16 && okpu_kpu_args_macs(&a) == 320ull * 240 * 16, "depthwise sizes");
     }
     {
         static const unsigned window[] = {1, 2, 2, 4, 4, 2, 2, 4, 2, 2}, stride[] = {1, 2, 2, 4, 4, 2, 2, 4, 1, 1};
         for (i = 0; i < 10; i++)
-            CHECK(kpu_pool_window(i) == window[i] && kpu_pool_stride(i) == stride[i], "pool geometry %u", i);
-        CHECK(kpu_pool_window(10) == 0 && kpu_pool_stride(15) == 0, "unknown pool type");
+            CHECK(okpu_kpu_pool_window(i) == window[i] && okpu_kpu_pool_stride(i) == stride[i], "pool geometry %u", i);
+        CHECK(okpu_kpu_pool_window(10) == 0 && okpu_kpu_pool_stride(15) == 0, "unknown pool type");
     }
 }
 
-/* kpu_args_check on a layer with one field changed: expect rejection naming `field` and `value`. */
+/* okpu_kpu_args_check on a layer with one field changed: expect rejection naming `field` and `value`. */
 static void expect_reject(const uint8_t good[KPU_ARGS_BYTES], unsigned word, unsigned lo, unsigned n, int64_t value,
                           unsigned reported_word, const char *field, const char *text)
 {
     uint8_t raw[KPU_ARGS_BYTES];
     uint64_t w;
-    kpu_args a;
+    okpu_kpu_args a;
     okpu_error err;
     int rc;
 
@@ -336,9 +336,9 @@ static void expect_reject(const uint8_t good[KPU_ARGS_BYTES], unsigned word, uns
     w = okpu_rd_u64(raw + 8 * word);
     put_bits(&w, lo, n, value);
     store_u64(raw + 8 * word, w);
-    kpu_args_decode(raw, &a);
+    okpu_kpu_args_decode(raw, &a);
     memset(&err, 0, sizeof err);
-    rc = kpu_args_check(&a, 3, 1000, &err);
+    rc = okpu_kpu_args_check(&a, 3, 1000, &err);
     CHECK(rc == OKPU_ERR_KMODEL_FORMAT && err.code == OKPU_ERR_KMODEL_FORMAT && err.layer == 3 &&
               err.offset == 1000 + 8 * (long)reported_word && strstr(err.message, field) && strstr(err.message, text) &&
               strstr(err.message, "layer 3"),
@@ -349,7 +349,7 @@ static void test_check(void)
 {
     uint8_t raw[KPU_ARGS_BYTES];
     layer_spec s;
-    kpu_args a;
+    okpu_kpu_args a;
     okpu_error err;
 
     memset(&s, 0, sizeof s);
@@ -364,8 +364,8 @@ static void test_check(void)
     s.send_data_out = 1;
     spec_shape(&s);
     pack_args(&s, raw);
-    kpu_args_decode(raw, &a);
-    CHECK(kpu_args_check(&a, 0, 0, &err) == OKPU_OK, "valid layer rejected: %s", err.message);
+    okpu_kpu_args_decode(raw, &a);
+    CHECK(okpu_kpu_args_check(&a, 0, 0, &err) == OKPU_OK, "valid layer rejected: %s", err.message);
 
     expect_reject(raw, 3, 0, 10, 599, 3, "i_row_wid", "input width 600 exceeds the KPU limit of 512");
     expect_reject(raw, 3, 0, 10, 2, 3, "i_row_wid", "input width 3 is below the KPU minimum of 4");
@@ -387,15 +387,15 @@ static void test_check(void)
     s.ic = 768;
     s.oc = 1000;
     spec_shape(&s);
-    s.src = OKPU_KPU_RAM_ROWS - kpu_layout_rows(4, 4, 768);
-    s.dst = OKPU_KPU_RAM_ROWS - kpu_layout_rows(4, 4, 1000);
+    s.src = OKPU_KPU_RAM_ROWS - okpu_kpu_layout_rows(4, 4, 768);
+    s.dst = OKPU_KPU_RAM_ROWS - okpu_kpu_layout_rows(4, 4, 1000);
     pack_args(&s, raw);
-    kpu_args_decode(raw, &a);
-    CHECK(kpu_args_check(&a, 0, -1, &err) == OKPU_OK, "4x4 layer rejected: %s", err.message);
+    okpu_kpu_args_decode(raw, &a);
+    CHECK(okpu_kpu_args_check(&a, 0, -1, &err) == OKPU_OK, "4x4 layer rejected: %s", err.message);
     s.dst++;
     pack_args(&s, raw);
-    kpu_args_decode(raw, &a);
-    CHECK(kpu_args_check(&a, 5, -1, &err) == OKPU_ERR_KMODEL_FORMAT && err.offset == -1 &&
+    okpu_kpu_args_decode(raw, &a);
+    CHECK(okpu_kpu_args_check(&a, 5, -1, &err) == OKPU_ERR_KMODEL_FORMAT && err.offset == -1 &&
               strstr(err.message, "image_dst_addr"),
           "one row too far accepted or badly reported: %s", err.message);
 }
@@ -406,7 +406,7 @@ static void test_check(void)
 typedef struct test_layer {
     layer_spec s;
     int eight_bit;
-    kpu_layer_job job;
+    okpu_kpu_layer_job job;
     uint8_t raw[KPU_ARGS_BYTES];
     uint8_t act[KPU_ACT_TABLE_BYTES];
     uint8_t *weights, *bn, *input, *main_out;
@@ -414,13 +414,13 @@ typedef struct test_layer {
 
 static void layer_init(test_layer *t, int eight_bit)
 {
-    kpu_args a;
+    okpu_kpu_args a;
     spec_shape(&t->s);
     t->eight_bit = eight_bit;
     pack_args(&t->s, t->raw);
-    kpu_args_decode(t->raw, &a);
-    t->weights = calloc(kpu_weights_bytes(&a, eight_bit), 1);
-    t->bn = calloc(kpu_bn_bytes(&a), 1);
+    okpu_kpu_args_decode(t->raw, &a);
+    t->weights = calloc(okpu_kpu_weights_bytes(&a, eight_bit), 1);
+    t->bn = calloc(okpu_kpu_bn_bytes(&a), 1);
     t->input = calloc((size_t)t->s.w * t->s.h * t->s.ic, 1);
     t->main_out = calloc((size_t)t->s.ow * t->s.oh * t->s.oc, 1);
 }
@@ -437,7 +437,7 @@ static void layer_job(test_layer *t)
 {
     memset(&t->job, 0, sizeof t->job);
     t->job.raw_args = t->raw;
-    kpu_args_decode(t->raw, &t->job.args);
+    okpu_kpu_args_decode(t->raw, &t->job.args);
     t->job.weights = t->weights;
     t->job.bn = t->bn;
     t->job.act = t->act;
@@ -446,7 +446,7 @@ static void layer_job(test_layer *t)
 }
 
 /* Upload the input, run, return the dense output (main_out) after checking it equals the KPU RAM copy. */
-static int run_on(kpu_backend *b, test_layer *t, const char *what)
+static int run_on(okpu_kpu_backend *b, test_layer *t, const char *what)
 {
     okpu_error err;
     uint8_t *back;
@@ -454,29 +454,29 @@ static int run_on(kpu_backend *b, test_layer *t, const char *what)
     int rc;
 
     layer_job(t);
-    kpu_layout_upload(b->ram, t->s.src, t->input, t->s.w, t->s.h, t->s.ic);
+    okpu_kpu_layout_upload(b->ram, t->s.src, t->input, t->s.w, t->s.h, t->s.ic);
     rc = b->run_layer(b, &t->job, &err);
     CHECK(rc == OKPU_OK, "%s: run failed: %s", what, err.message);
     if (rc != OKPU_OK)
         return rc;
     back = malloc(n);
-    kpu_layout_download(b->ram, t->s.dst, back, t->s.ow, t->s.oh, t->s.oc);
+    okpu_kpu_layout_download(b->ram, t->s.dst, back, t->s.ow, t->s.oh, t->s.oc);
     CHECK(memcmp(back, t->main_out, n) == 0, "%s: main-memory copy differs from KPU RAM", what);
     free(back);
     return rc;
 }
 
-static kpu_backend *make_emu(okpu_conv_offset_mode offset, okpu_round_mode round, okpu_mean_border_mode border,
+static okpu_kpu_backend *make_emu(okpu_conv_offset_mode offset, okpu_round_mode round, okpu_mean_border_mode border,
                              int reference)
 {
     okpu_options o;
     okpu_error err;
-    kpu_backend *b;
+    okpu_kpu_backend *b;
     memset(&o, 0, sizeof o);
     o.conv_offset = offset;
     o.act_round = round;
     o.mean_border = border;
-    b = reference ? kpu_emu_create_reference(&o, &err) : kpu_emu_create(&o, &err);
+    b = reference ? okpu_kpu_emu_create_reference(&o, &err) : okpu_kpu_emu_create(&o, &err);
     if (!b) {
         printf("cannot create the emulator: %s\n", err.message);
         exit(2);
@@ -490,7 +490,7 @@ static void expect_output(test_layer *t, okpu_conv_offset_mode offset, okpu_roun
 {
     int reference;
     for (reference = 0; reference < 2; reference++) {
-        kpu_backend *b = make_emu(offset, round, OKPU_MEAN_BORDER_REPLICATE, reference);
+        okpu_kpu_backend *b = make_emu(offset, round, OKPU_MEAN_BORDER_REPLICATE, reference);
         size_t n = (size_t)t->s.ow * t->s.oh * t->s.oc, i;
         if (run_on(b, t, what) == OKPU_OK) {
             int same = memcmp(t->main_out, expect, n) == 0;
@@ -730,7 +730,7 @@ static void random_layer(test_layer *t, int extreme)
     const int unsorted = rnd() % 4 == 0; /* real tables are sorted; the emulator must not depend on it */
     uint32_t kk, g_ic, i;
     double scale;
-    kpu_args a;
+    okpu_kpu_args a;
     int64_t xs[16];
     int32_t ym[16];
     unsigned sh[16];
@@ -746,8 +746,8 @@ static void random_layer(test_layer *t, int extreme)
     t->s.ic = (uint32_t)(rnd() % 6 == 0 ? rnd_range(20, 40) : rnd_range(1, 8));
     t->s.oc = t->s.depthwise ? t->s.ic : (uint32_t)rnd_range(1, 9);
     spec_shape(&t->s);
-    t->s.src = (uint32_t)rnd_range(0, OKPU_KPU_RAM_ROWS - kpu_layout_rows(t->s.w, t->s.h, t->s.ic));
-    t->s.dst = (uint32_t)rnd_range(0, OKPU_KPU_RAM_ROWS - kpu_layout_rows(t->s.ow, t->s.oh, t->s.oc));
+    t->s.src = (uint32_t)rnd_range(0, OKPU_KPU_RAM_ROWS - okpu_kpu_layout_rows(t->s.w, t->s.h, t->s.ic));
+    t->s.dst = (uint32_t)rnd_range(0, OKPU_KPU_RAM_ROWS - okpu_kpu_layout_rows(t->s.ow, t->s.oh, t->s.oc));
     kk = t->s.kernel_type ? 9u : 1u;
     g_ic = t->s.depthwise ? 1u : t->s.ic;
     if (extreme) {
@@ -775,9 +775,9 @@ static void random_layer(test_layer *t, int extreme)
         t->s.arg_add = (int64_t)kk * zp_x * zp_w;
     }
     layer_init(t, eight_bit);
-    kpu_args_decode(t->raw, &a);
+    okpu_kpu_args_decode(t->raw, &a);
 
-    n = kpu_weights_bytes(&a, eight_bit);
+    n = okpu_kpu_weights_bytes(&a, eight_bit);
     for (i = 0; i < n; i++)
         t->weights[i] = rnd() % 5 == 0 ? 0 : (uint8_t)rnd();
     n = (size_t)t->s.w * t->s.h * t->s.ic;
@@ -822,8 +822,8 @@ static void test_fast_vs_reference(int count)
         const okpu_conv_offset_mode offset = i % 3 == 2 ? OKPU_CONV_OFFSET_ONCE : OKPU_CONV_OFFSET_PER_CHANNEL;
         const okpu_round_mode round = rounds[(i / 3) % 3];
         const okpu_mean_border_mode border = i % 2 ? OKPU_MEAN_BORDER_IN_RANGE : OKPU_MEAN_BORDER_REPLICATE;
-        kpu_backend *fast = make_emu(offset, round, border, 0);
-        kpu_backend *ref = make_emu(offset, round, border, 1);
+        okpu_kpu_backend *fast = make_emu(offset, round, border, 0);
+        okpu_kpu_backend *ref = make_emu(offset, round, border, 1);
         uint8_t *fast_out;
         size_t n;
         char what[160];
@@ -895,7 +895,7 @@ static void test_backend_and_errors(void)
     okpu_allocator alloc;
     okpu_options o;
     okpu_error err;
-    kpu_backend *b;
+    okpu_kpu_backend *b;
     test_layer t;
     int rc;
 
@@ -905,7 +905,7 @@ static void test_backend_and_errors(void)
     memset(&o, 0, sizeof o);
     o.allocator = &alloc;
     o.backend = OKPU_BACKEND_EMULATOR;
-    b = kpu_backend_create(&o, &err);
+    b = okpu_kpu_backend_create(&o, &err);
     CHECK(b != NULL && b->ram != NULL, "emulator backend: %s", b ? "" : err.message);
     if (!b)
         return;
@@ -930,7 +930,7 @@ static void test_backend_and_errors(void)
     CHECK(heap.live == 0 && heap.bytes == 0, "allocator: %ld blocks, %zu bytes not freed", heap.live, heap.bytes);
 
     o.backend = OKPU_BACKEND_K210;
-    b = kpu_backend_create(&o, &err);
+    b = okpu_kpu_backend_create(&o, &err);
     CHECK(b == NULL && err.code == OKPU_ERR_NOT_IMPLEMENT && strstr(err.message, "board"),
           "K210 backend on the host: %s", b ? "created" : err.message);
 }
@@ -945,7 +945,7 @@ static void test_prepare(int reference)
     okpu_allocator alloc;
     okpu_options o;
     okpu_error err;
-    kpu_backend *b, *plain;
+    okpu_kpu_backend *b, *plain;
     test_layer big, small;
     uint8_t *expect;
     size_t n, scratch;
@@ -957,7 +957,7 @@ static void test_prepare(int reference)
     alloc.ctx = &heap;
     memset(&o, 0, sizeof o);
     o.allocator = &alloc;
-    b = reference ? kpu_emu_create_reference(&o, &err) : kpu_emu_create(&o, &err);
+    b = reference ? okpu_kpu_emu_create_reference(&o, &err) : okpu_kpu_emu_create(&o, &err);
     plain = make_emu(OKPU_CONV_OFFSET_PER_CHANNEL, OKPU_ROUND_HALF_EVEN, OKPU_MEAN_BORDER_REPLICATE, reference);
     CHECK(b != NULL && b->prepare != NULL, "%s: emulator without prepare", what);
     if (!b)

@@ -32,7 +32,7 @@ typedef struct reg_access {
 } reg_access;
 
 typedef struct sim_kpu {
-    kpu_backend *silicon; /* the emulator standing for the KPU's datapath */
+    okpu_kpu_backend *silicon; /* the emulator standing for the KPU's datapath */
     uint64_t int_raw, int_mask, eight_bit, fifo_threshold;
     uint64_t fifo[12];
     unsigned fifo_n;
@@ -89,14 +89,14 @@ static void logged_words(const sim_kpu *s, uint8_t raw[KPU_ARGS_BYTES])
 static void sim_execute(sim_kpu *s)
 {
     uint8_t raw[KPU_ARGS_BYTES];
-    kpu_layer_job job;
+    okpu_kpu_layer_job job;
     unsigned i;
 
     for (i = 0; i < 12; i++)
         store_word(raw, i, s->fifo[i]);
     memset(&job, 0, sizeof job);
     job.raw_args = raw;
-    kpu_args_decode(raw, &job.args);
+    okpu_kpu_args_decode(raw, &job.args);
     job.bn = sim_resolve(s, job.args.bwsx_base_addr);
     job.weights = sim_resolve(s, job.args.para_start_addr);
     job.act = sim_resolve(s, job.args.active_addr);
@@ -175,7 +175,7 @@ static void sim_init(sim_kpu *s, okpu_k210_port *port)
 {
     okpu_error err;
     memset(s, 0, sizeof *s);
-    s->silicon = kpu_emu_create(NULL, &err);
+    s->silicon = okpu_kpu_emu_create(NULL, &err);
     s->latency = 3;
     memset(port, 0, sizeof *port);
     port->ctx = s;
@@ -329,10 +329,10 @@ static void test_register_sequence(void)
     CHECK(sim.layers_run == 1 && sim.bad_words == 0, "%u layers, %d bad pushes", sim.layers_run, sim.bad_words);
     /* the words: the stored argument with int_en set, send_data_out clear, and table addresses filled in */
     {
-        kpu_args pushed;
+        okpu_kpu_args pushed;
         uint8_t raw[KPU_ARGS_BYTES];
         logged_words(&sim, raw);
-        kpu_args_decode(raw, &pushed);
+        okpu_kpu_args_decode(raw, &pushed);
         CHECK(pushed.int_en == 1 && pushed.send_data_out == 0, "int_en %u send_data_out %u", pushed.int_en,
               pushed.send_data_out);
         CHECK(pushed.in_width == li.wi && pushed.in_height == li.hi && pushed.in_channels == li.chi &&
@@ -357,24 +357,24 @@ static void test_sixteen_bit_mode(void)
     uint8_t *data = NULL, *weights16;
     uint8_t raw[KPU_ARGS_BYTES];
     okpu_model *m;
-    kpu_backend *b;
-    kpu_layer_job job;
+    okpu_kpu_backend *b;
+    okpu_kpu_layer_job job;
     int rc;
 
     sim_init(&sim, &port);
     m = digits_on(&port, &err, &data);
     CHECK(m != NULL, "digits model: %s", m ? "" : err.message);
-    b = kpu_k210_create_on(&port, NULL, &err);
+    b = okpu_kpu_k210_create_on(&port, NULL, &err);
     if (m && b) {
         sim.log_n = 0;
         CHECK(okpu_model_run(m, 1, &err) == OKPU_OK && sim.layers_run == 1, "first layer: %s", err.message);
         logged_words(&sim, raw);
         memset(&job, 0, sizeof job);
         job.raw_args = raw;
-        kpu_args_decode(raw, &job.args);
+        okpu_kpu_args_decode(raw, &job.args);
         job.bn = sim.tables[0]; /* registered in build_words' order: batch norm, activation, weights */
         job.act = sim.tables[1];
-        weights16 = calloc(kpu_weights_bytes(&job.args, 0), 1);
+        weights16 = calloc(okpu_kpu_weights_bytes(&job.args, 0), 1);
         job.weights = weights16;
         sim.log_n = 0;
         rc = b->run_layer(b, &job, &err);
@@ -486,7 +486,7 @@ static void test_errors(void)
     okpu_k210_port port;
     sim_kpu sim;
     okpu_error err;
-    kpu_backend *b;
+    okpu_kpu_backend *b;
     okpu_options o;
 
     expect_run_error(set_hang, "calc_done after 1000 polls", "SYSCTL_CLOCK_AI", "hung KPU");
@@ -495,12 +495,12 @@ static void test_errors(void)
 
     sim_init(&sim, &port);
     port.kpu_address = NULL;
-    b = kpu_k210_create_on(&port, NULL, &err);
+    b = okpu_kpu_k210_create_on(&port, NULL, &err);
     CHECK(b == NULL && err.code == OKPU_ERR_PARAM && strstr(err.message, "kpu_address"), "incomplete port: %s",
           err.message);
     okpu_options_default(&o);
     o.backend = OKPU_BACKEND_K210; /* no port, host build */
-    b = kpu_backend_create(&o, &err);
+    b = okpu_kpu_backend_create(&o, &err);
     CHECK(b == NULL && err.code == OKPU_ERR_NOT_IMPLEMENT && strstr(err.message, "OKPU_HAVE_K210_HW"),
           "K210 without a port on a PC: %s", err.message);
     sim_free(&sim);

@@ -286,13 +286,13 @@ static void test_op_table(void)
 #define V4_OP(opcode, id, name, fixed_body, decode)                                                                    \
     rows++;                                                                                                            \
     CHECK(KMODEL_V4_OP_##id == (opcode), "enum %s", #id);                                                             \
-    CHECK(kmodel_v4_opcode_name(opcode) && strcmp(kmodel_v4_opcode_name(opcode), name) == 0, "name of 0x%X",       \
+    CHECK(okpu_v4_opcode_name(opcode) && strcmp(okpu_v4_opcode_name(opcode), name) == 0, "name of 0x%X",       \
           (unsigned)(opcode));
 #include "kmodel/kmodel_v4_ops.def"
 #undef V4_OP
     CHECK(rows == 28, "%lu rows in kmodel_v4_ops.def", (unsigned long)rows);
     for (i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
-        CHECK(kmodel_v4_opcode_name(unknown[i]) == NULL, "0x%lX has a name", (unsigned long)unknown[i]);
+        CHECK(okpu_v4_opcode_name(unknown[i]) == NULL, "0x%lX has a name", (unsigned long)unknown[i]);
 }
 
 /* The plan: each node is one step with its pointers resolved at load, and running decodes nothing - changing a
