@@ -15,8 +15,8 @@
 #define LDME_MAGIC 0x454D444Cu /* bytes "LDME": encrypted MaixPy model */
 
 static const char recompile_hint[] =
-    "MaixPy and openkpu run only kmodel v3 (nncase v0.1.x, Maix-EMC) and v4 (nncase v0.2.x); "
-    "recompile the model with nncase v0.1 or v0.2";
+    "openkpu runs kmodel v3 (nncase v0.1.x, Maix-EMC), v4 (nncase v0.2.x) and v5 (released nncase 1.x; MaixPy "
+    "itself runs only v3 and v4); recompile the model with nncase v0.1, v0.2 or 1.x for the K210";
 
 void okpu_options_default(okpu_options *opts)
 {
@@ -199,7 +199,8 @@ static int identify(const uint8_t *data, size_t size, int *version, okpu_error *
         }
         if (v > 5u)
             return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 4,
-                             "kmodel version %lu (\"LDMK\" + version at byte 4): this is an nncase >= 1.0 model; %s",
+                             "kmodel version %lu (\"LDMK\" + version at byte 4): newer than the v5 that nncase 1.x "
+                             "writes for the K210; %s",
                              (unsigned long)v, recompile_hint);
         return okpu_fail(err, OKPU_ERR_KMODEL_VERSION, -1, 4,
                          "\"LDMK\" (KMDL) file with unknown version %lu at byte 4 (expected 4); %s",
