@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/arith.h"
 #include "../core/bytes.h"
 #include "../core/checked.h"
 #include "../core/error.h"
@@ -189,10 +190,10 @@ static int kpu_rng(const v3_ctx *c, unsigned fi, const char *what, uint32_t row,
 
 static int check_shift(const v3_ctx *c, unsigned fi, const char *what, int32_t v)
 {
-    if (v >= 0 && v <= 63)
+    if (v >= 0 && (uint32_t)v <= OKPU_SHIFT_MAX) /* the one range of core/arith.h */
         return OKPU_OK;
     return bad(c, OKPU_ERR_KMODEL_FORMAT, (uint64_t)c->boff + 4u * fi,
-               "%s is %ld, expected 0..63; the file is corrupt", what, (long)v);
+               "%s is %ld, expected 0..%u; the file is corrupt", what, (long)v, OKPU_SHIFT_MAX);
 }
 
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/arith.h"
 #include "../core/bytes.h"
 #include "../core/checked.h"
 #include "../core/error.h"
@@ -323,8 +324,8 @@ static int chk_positive(v4_cx *cx, int32_t v, int32_t max, const char *what)
 
 static int chk_shift(v4_cx *cx, int32_t s, const char *what)
 {
-    if (s < 0 || s > 62)
-        return nfail(cx, "%s is %ld, expected 0..62", what, (long)s);
+    if (s < 0 || (uint32_t)s > OKPU_SHIFT_MAX) /* the one range of core/arith.h */
+        return nfail(cx, "%s is %ld, expected 0..%u", what, (long)s, OKPU_SHIFT_MAX);
     return OKPU_OK;
 }
 

@@ -13,7 +13,12 @@
 #define KPU_MAX_WIDTH 512u
 #define KPU_MAX_HEIGHT 256u
 #define KPU_KERNEL_TYPES 2u
-#define KPU_POOL_TYPES 10u
+#define KPU_POOL_TYPES ((unsigned)(sizeof pool_count / sizeof pool_count[0]))
+static const unsigned char pool_count[] = {
+#define OKPU_KPU_POOL(type, side, stride, kind, name) type,
+#include "kpu_pool_types.def"
+#undef OKPU_KPU_POOL
+};
 
 static uint64_t word(const uint8_t *raw, unsigned index)
 {
@@ -123,13 +128,21 @@ unsigned okpu_kpu_kernel_size(const okpu_kpu_args *a)
 
 unsigned okpu_kpu_pool_window(unsigned pool_type)
 {
-    static const unsigned window[KPU_POOL_TYPES] = {1, 2, 2, 4, 4, 2, 2, 4, 2, 2};
+    static const unsigned window[KPU_POOL_TYPES] = {
+#define OKPU_KPU_POOL(type, side, stride, kind, name) side,
+#include "kpu_pool_types.def"
+#undef OKPU_KPU_POOL
+    };
     return pool_type < KPU_POOL_TYPES ? window[pool_type] : 0u;
 }
 
 unsigned okpu_kpu_pool_stride(unsigned pool_type)
 {
-    static const unsigned stride[KPU_POOL_TYPES] = {1, 2, 2, 4, 4, 2, 2, 4, 1, 1};
+    static const unsigned stride[KPU_POOL_TYPES] = {
+#define OKPU_KPU_POOL(type, side, step, kind, name) step,
+#include "kpu_pool_types.def"
+#undef OKPU_KPU_POOL
+    };
     return pool_type < KPU_POOL_TYPES ? stride[pool_type] : 0u;
 }
 

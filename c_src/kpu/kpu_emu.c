@@ -330,16 +330,19 @@ __attribute__((target("sse4.1"))) static size_t bn_row_sse41(const uint32_t *a32
 
 /* ---- Pooling (docs/kpu-reference.md section 4.4) ---- */
 
-enum pool_kind { POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_PICK };
+enum pool_kind { POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_PICK00, POOL_PICK01 };
 
 static void pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned pool_type,
                        okpu_mean_border_mode border, uint8_t *out)
 {
-    static const unsigned char kinds[10] = {POOL_BYPASS, POOL_MAX, POOL_MEAN, POOL_MAX,  POOL_MEAN,
-                                            POOL_PICK,   POOL_PICK, POOL_PICK, POOL_MEAN, POOL_MAX};
+    static const unsigned char kinds[] = {
+#define OKPU_KPU_POOL(type, side, stride, kind, name) POOL_##kind,
+#include "kpu_pool_types.def"
+#undef OKPU_KPU_POOL
+    };
     const uint32_t f = okpu_kpu_pool_window(pool_type), s = okpu_kpu_pool_stride(pool_type);
     const uint32_t ow = w / s, oh = h / s;
-    const uint32_t pick_x = pool_type == 6 ? 1u : 0u; /* right-top pick; the others take the left-top tap */
+    const uint32_t pick_x = kinds[pool_type] == POOL_PICK01 ? 1u : 0u; /* the column a pick takes */
     uint32_t ox, oy, kx, ky;
 
     if (kinds[pool_type] == POOL_BYPASS) {
@@ -351,7 +354,8 @@ static void pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned pool_
             const uint32_t y0 = oy * s, x0 = ox * s;
             uint32_t v = 0, taps = 0;
             switch (kinds[pool_type]) {
-            case POOL_PICK:
+            case POOL_PICK00:
+            case POOL_PICK01:
                 v = x0 + pick_x < w ? in[(size_t)y0 * w + x0 + pick_x] : 0u;
                 break;
             case POOL_MAX: /* taps past the edge read 0, which never wins */
