@@ -834,6 +834,21 @@ static int d_quantized_matmul(v4_cx *cx, v4_node *n)
     return no_overlap(cx, n);
 }
 
+/* The end of the ops that move elements without changing their type (pad, resize, transpose, strided_slice): the
+ * input and output ranges at body offset `at` for in_count / out_count elements of `dt`, resolved into the step, the
+ * output shape recorded, and the in-place check. */
+static int reshape_io(v4_cx *cx, v4_node *n, uint32_t at, uint32_t dt, uint64_t in_count, uint64_t out_count,
+                      const int32_t so[4], const uint8_t **in, uint8_t **out, uint32_t *elem_size)
+{
+    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, -1, in_count * esize(dt)));
+    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, (int)dt, out_count * esize(dt)));
+    *in = src_ptr(cx, &n->in);
+    *out = dst_ptr(cx, &n->out);
+    *elem_size = esize(n->in.dtype);
+    set_t4(n, dt, so);
+    return no_overlap(cx, n);
+}
+
 static int d_pad(v4_cx *cx, v4_node *n)
 {
     okpu_v4_pad_args *a;
@@ -860,13 +875,7 @@ static int d_pad(v4_cx *cx, v4_node *n)
     TRY(need(cx, 8, "pad_value (scalar: datatype + 4 bytes)"));
     memcpy(a->value, cx->body + cx->pos + 4, 4);
     cx->pos += 8;
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, -1, cin * esize(dt)));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, (int)dt, co * esize(dt)));
-    a->in = src_ptr(cx, &n->in);
-    a->out = dst_ptr(cx, &n->out);
-    a->elem_size = esize(n->in.dtype);
-    set_t4(n, dt, so);
-    return no_overlap(cx, n);
+    return reshape_io(cx, n, at, dt, cin, co, so, &a->in, &a->out, &a->elem_size);
 }
 
 static int rd_reduce_op(v4_cx *cx, int32_t *op)
@@ -994,13 +1003,7 @@ static int d_resize_image(v4_cx *cx, v4_node *n)
     so[2] = a->out_h;
     so[3] = a->out_w;
     TRY(chk_shape(cx, so, "output shape", &co));
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, -1, cin * esize(dt)));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, (int)dt, co * esize(dt)));
-    a->in = src_ptr(cx, &n->in);
-    a->out = dst_ptr(cx, &n->out);
-    a->elem_size = esize(n->in.dtype);
-    set_t4(n, dt, so);
-    return no_overlap(cx, n);
+    return reshape_io(cx, n, at, dt, cin, co, so, &a->in, &a->out, &a->elem_size);
 }
 
 static int d_softmax(v4_cx *cx, v4_node *n)
@@ -1046,13 +1049,7 @@ static int d_transpose(v4_cx *cx, v4_node *n)
         seen |= 1 << a->perm[i];
         so[i] = a->in_shape[a->perm[i]];
     }
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, -1, cin * esize(dt)));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, (int)dt, cin * esize(dt)));
-    a->in = src_ptr(cx, &n->in);
-    a->out = dst_ptr(cx, &n->out);
-    a->elem_size = esize(n->in.dtype);
-    set_t4(n, dt, so);
-    return no_overlap(cx, n);
+    return reshape_io(cx, n, at, dt, cin, cin, so, &a->in, &a->out, &a->elem_size);
 }
 
 static int d_strided_slice(v4_cx *cx, v4_node *n)
@@ -1087,13 +1084,7 @@ static int d_strided_slice(v4_cx *cx, v4_node *n)
         so[i] = (int32_t)cnt;
         co *= (uint64_t)cnt;
     }
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, -1, cin * esize(dt)));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, (int)dt, co * esize(dt)));
-    a->in = src_ptr(cx, &n->in);
-    a->out = dst_ptr(cx, &n->out);
-    a->elem_size = esize(n->in.dtype);
-    set_t4(n, dt, so);
-    return no_overlap(cx, n);
+    return reshape_io(cx, n, at, dt, cin, co, so, &a->in, &a->out, &a->elem_size);
 }
 
 static int d_unary(v4_cx *cx, v4_node *n)
