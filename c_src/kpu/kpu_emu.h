@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The software KPU's parts (internal to c_src/kpu/kpu_emu*.c). docs/kpu-reference.md section 4 in four units:
+ * - kpu_emu_ref.c:  the arithmetic as written, one value at a time (conv, batch norm + activation, pool): the oracle;
+ * - kpu_emu_conv.c: the same convolution sums reorganised into integer loops over whole rows;
+ * - kpu_emu_act.c:  the same batch norm + activation over a row, on int64 (or exact doubles) where a channel's range
+ *                   proves no wrap, falling back to the oracle's bn_act per channel otherwise;
+ * - kpu_emu.c:      the backend: working memory, prepare, run_layer, worker split.
+ * A layer's read-only state (emu_layer, emu_shared) is computed once per run; each worker has its own emu_worker
+ * buffers, so output channels can be computed in any order or in parallel. */
+#ifndef OKPU_KPU_EMU_H
+#define OKPU_KPU_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../okpu.h"
+#include "kpu_args.h"
+
+/* x86-64 builds have SSE4.1 code, used when the CPU has it (checked at run time); -DOKPU_EMU_PORTABLE tests the C
+ * paths on x86. */
+#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
+#define EMU_SSE41 1
+#endif
+
+/* A layer as both conv paths see it. */
+typedef struct emu_layer {
+    const okpu_kpu_args *a;
+    const uint8_t *weights;
+    const uint8_t *bn_raw; /* out_channels x 8 bytes */
+    int eight_bit;
+    okpu_kpu_act act;
+    int act_sorted; /* x_start non-decreasing (every real table) */
+    uint32_t w, h, k, kk, ic, oc;
+    uint32_t g_ic;       /* input channels each output channel reads: 1 when depthwise */
+    uint32_t pad;        /* border of the padded input planes: 1 for 3x3, 0 for 1x1 */
+    uint32_t pitch;      /* bytes per row of a padded input plane */
+    size_t plane;        /* bytes per padded input plane */
+    const uint8_t *in;   /* ic padded input planes (pad taps hold pad_value) */
+    okpu_round_mode round;
+    okpu_conv_offset_mode offset_mode;
+    okpu_mean_border_mode mean_border;
+    int sse41; /* x86-64 with SSE4.1 (checked at run time) */
+} emu_layer;
+
+static inline uint32_t okpu_emu_weight_at(const emu_layer *L, size_t index)
+{
+    if (L->eight_bit)
+        return L->weights[index];
+    return (uint32_t)L->weights[2 * index] | ((uint32_t)L->weights[2 * index + 1] << 8);
+}
+
+/* First weight of output channel oc's taps on its i-th input channel ([oc][ic][kh][kw], depthwise [c][kh][kw]). */
+static inline size_t okpu_emu_weight_index(const emu_layer *L, uint32_t oc, uint32_t i)
+{
+    return ((size_t)oc * L->g_ic + i) * L->kk;
+}
+
+/* Input channel number that output channel oc reads as its i-th. */
+static inline uint32_t okpu_emu_input_channel(const emu_layer *L, uint32_t oc, uint32_t i)
+{
+    return L->a->depthwise ? oc : i;
+}
+
+/* ---- kpu_emu_ref.c: the oracle ---- */
+
+uint8_t okpu_emu_bn_act(int64_t alu, const okpu_kpu_bn *bn, const okpu_kpu_act *act, int act_sorted,
+                        okpu_round_mode mode);
+/* Output channel oc, conv + BN + activation, one value at a time, into activated (w x h). */
+void okpu_emu_conv_reference(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, uint8_t *activated);
+void okpu_emu_pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned pool_type,
+                         okpu_mean_border_mode border, uint8_t *out);
+
+/* ---- kpu_emu_act.c: batch norm + activation over rows ---- */
+
+/* The layer's activation table prepared for the fast rows. */
+typedef struct emu_act_fast {
+    int usable;          /* x_start sorted and every shift <= 62 */
+    int64_t x_start[32]; /* 16..31: INT64_MAX, so a search from any segment stops inside the table */
+    int64_t y_mul[16];
+    int64_t half[16];    /* 2^(s-1), 0 for s = 0 */
+    int64_t half_m1[16]; /* 2^(s-1) - 1, 0 for s = 0 */
+    uint64_t odd_bit[16]; /* 2^s: the bit of d that is the lowest of floor(d / 2^s); 0 for s = 0 (no rounding) */
+    int64_t round_en[16]; /* 1 when s >= 1 (a shift of 0 rounds nothing) */
+    unsigned shift[16];
+    unsigned shift_m1[16]; /* s - 1 (SDK carry), 0 for s = 0 */
+    int64_t bias[16];
+} emu_act_fast;
+
+void okpu_emu_act_fast_init(const okpu_kpu_act *act, int act_sorted, emu_act_fast *f);
+
+/* One output channel's batch norm + activation, set up from the range [lo, hi] of its accumulators (alu values). */
+typedef struct emu_bn_channel {
+    const okpu_kpu_bn *bn;
+    int usable; /* the int64 path: this channel's alu range keeps the arithmetic below 2^61 */
+    int64_t mul, add;
+    unsigned shift;
+    int first;  /* segment of the smallest y the channel reaches */
+    int steps;  /* binary search steps over the segments it can reach (0: one segment) */
+    int last;   /* segment of the largest */
+    int64_t ylo, yhi, alu_abs; /* range of y, largest |alu| */
+    int vec;    /* the SSE4.1 double path applies (at most four segments, every value exact in a double) */
+    int nseg;
+    double vmul, vadd;                           /* norm_mul / 2^norm_shift, norm_add */
+    double xs[4], ym[4], sc[4], sc1[4], vbias[4]; /* per reachable segment: x_start, y_mul, 2^-s, 2^-(s-1) */
+} emu_bn_channel;
+
+/* has_range = 0: no alu seen (the exact path is taken). */
+void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const okpu_kpu_bn *bn, int has_range,
+                              int64_t lo, int64_t hi, emu_bn_channel *c);
+/* out[x] = bn_act(acc[x] + xt[x] + w_const) for x = first, first + step, ... < end; acc is a32 (8-bit mode) or a64. */
+void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn_channel *c, const uint32_t *a32,
+                         const uint64_t *a64, const int64_t *xt, int64_t w_const, uint8_t *out, size_t first,
+                         size_t end, size_t step);
+
+/* ---- kpu_emu_conv.c: the fast convolution ---- */
+
+/* What every output channel of a layer reads (written before the channels run, read-only while they do). */
+typedef struct emu_shared {
+    int64_t *x_term;        /* w x h: the x-offset term of every pixel (non-depthwise layers) */
+    int64_t *x_table;       /* floor(arg_x * s / 2^shr_x) for every possible per-channel tap sum s */
+    const int64_t *w_const; /* oc: the w-offset terms and arg_add of each output channel */
+    emu_act_fast act;       /* the layer's activation table for the fast rows */
+} emu_shared;
+
+/* One worker's buffers. */
+typedef struct emu_worker {
+    uint8_t *activated; /* w x h: one output channel after the activation */
+    int64_t *x_term;    /* w x h: a depthwise channel's x-offset terms */
+    uint32_t *box;      /* w x h: one channel's tap sums */
+    uint32_t *col;      /* w + 2: column sums for the 3x3 box */
+    uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode) */
+} emu_worker;
+
+void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S);
+/* S->x_term of a non-depthwise layer (W: box and col scratch). */
+void okpu_emu_x_term_all_channels(const emu_layer *L, emu_shared *S, emu_worker *W);
+int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc);
+/* Output channel oc, conv + BN + activation, into W->activated. */
+void okpu_emu_conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S,
+                        emu_worker *W);
+
+#endif

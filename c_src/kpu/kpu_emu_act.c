@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Batch norm + activation over a row of accumulators, computing the bytes okpu_emu_bn_act (kpu_emu_ref.c) computes.
+ * An output channel's accumulators are all known before its batch norm, so okpu_emu_bn_channel_init sees their range
+ * and picks, per channel, the cheapest path that is exact over it. */
+#include <string.h>
+
+#include "../core/arith.h"
+#include "kpu_emu.h"
+
+/* ---- Batch norm + activation without the wrapping helpers ----
+ * okpu_emu_bn_act is exact for every alu. An output channel's accumulators are all computed before its batch norm, so
+ * the range of its alu values is known: when that range keeps every intermediate below 2^61 in magnitude, plain int64
+ * arithmetic computes the same value with no wrap, the floor shifts become one add and one logical shift, and the
+ * segment search covers only the segments that range reaches (often one or two). A channel whose range does not
+ * allow that (or an unsorted activation table, or a shift above 62) takes okpu_emu_bn_act. */
+
+#define FAST_LIMIT ((int64_t)1 << 61)
+#define FLOOR_BIAS ((uint64_t)1 << 62)
+
+/* floor(v / 2^s) for |v| < 2^62 and s <= 62: v + 2^62 is in [0, 2^63) and 2^62 is a multiple of 2^s. */
+static inline int64_t floor_shift(int64_t v, unsigned s)
+{
+    return (int64_t)(((uint64_t)v + FLOOR_BIAS) >> s) - (int64_t)(FLOOR_BIAS >> s);
+}
+
+void okpu_emu_act_fast_init(const okpu_kpu_act *act, int act_sorted, emu_act_fast *f)
+{
+    int i;
+
+    f->usable = act_sorted;
+    for (i = 16; i < 32; i++)
+        f->x_start[i] = INT64_MAX;
+    for (i = 0; i < 16; i++) {
+        const unsigned s = act->shift[i];
+        f->x_start[i] = act->x_start[i];
+        f->y_mul[i] = act->y_mul[i];
+        f->bias[i] = act->bias[i];
+        f->shift[i] = s;
+        if (s > 62u) {
+            f->usable = 0;
+            f->shift[i] = 0;
+        }
+        f->half[i] = s >= 1u && s <= 62u ? (int64_t)1 << (s - 1u) : 0;
+        f->half_m1[i] = f->half[i] ? f->half[i] - 1 : 0;
+        f->odd_bit[i] = s >= 1u && s <= 62u ? (uint64_t)1 << s : 0u;
+        f->round_en[i] = s >= 1u ? 1 : 0;
+        f->shift_m1[i] = s >= 1u && s <= 62u ? s - 1u : 0u;
+    }
+}
+
+static int64_t abs_diff_max(int64_t lo, int64_t hi, int64_t v)
+{
+    int64_t a = lo > v ? lo - v : v - lo, b = hi > v ? hi - v : v - hi;
+    return a > b ? a : b;
+}
+
+/* Decide whether the channel with BN `bn` and alu in [lo, hi] can use bn_act_fast. */
+static void bn_fast_init(const okpu_kpu_bn *bn, const emu_act_fast *af, int64_t lo, int64_t hi, emu_bn_channel *f)
+{
+    const int64_t limit = (int64_t)1 << 37; /* |alu| <= 2^37 and |norm_mul| <= 2^23: |alu * norm_mul| <= 2^60 */
+    int64_t y0, y1, ylo, yhi;
+    int i, last;
+
+    f->usable = 0;
+    f->mul = bn->norm_mul;
+    f->add = bn->norm_add;
+    f->shift = bn->norm_shift;
+    if (!af->usable || lo < -limit || hi > limit || lo > hi || f->shift > 62u)
+        return;
+    y0 = floor_shift(lo * f->mul, f->shift) + f->add;
+    y1 = floor_shift(hi * f->mul, f->shift) + f->add;
+    ylo = y0 < y1 ? y0 : y1; /* floor(alu * m / 2^s) is monotone in alu */
+    yhi = y0 < y1 ? y1 : y0;
+    for (i = 0; i < 16; i++) {
+        const int64_t d = abs_diff_max(ylo, yhi, af->x_start[i]); /* < 2^60 + 2^31 + 2^35 */
+        const int64_t m = af->y_mul[i] < 0 ? -af->y_mul[i] : af->y_mul[i];
+        if (m != 0 && d > (FAST_LIMIT - 1) / m)
+            return;
+    }
+    /* Segments are chosen by y > x_start (sorted): every y in [ylo, yhi] takes one of first..last. */
+    f->first = 0;
+    last = 0;
+    for (i = 1; i < 16; i++) {
+        f->first = ylo > af->x_start[i] ? i : f->first;
+        last = yhi > af->x_start[i] ? i : last;
+    }
+    for (f->steps = 0; (1 << f->steps) < last - f->first + 1; f->steps++)
+        ;
+    f->last = last;
+    f->ylo = ylo;
+    f->yhi = yhi;
+    f->alu_abs = -lo > hi ? -lo : hi;
+    f->usable = 1;
+}
+
+/* bn_act for a channel bn_fast_init accepted: the same byte. */
+static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const emu_act_fast *A, okpu_round_mode mode)
+{
+    const int64_t y = floor_shift(alu * b->mul, b->shift) + b->add;
+    int64_t d, r, q;
+    int i = b->first;
+
+    /* the largest segment i in first..first + 2^steps - 1 with y > x_start[i] (y > x_start[first] holds) */
+    switch (b->steps) {
+    case 4:
+        i += y > A->x_start[i + 8] ? 8 : 0;
+        /* fall through */
+    case 3:
+        i += y > A->x_start[i + 4] ? 4 : 0;
+        /* fall through */
+    case 2:
+        i += y > A->x_start[i + 2] ? 2 : 0;
+        /* fall through */
+    case 1:
+        i += y > A->x_start[i + 1] ? 1 : 0;
+        /* fall through */
+    default:
+        break;
+    }
+    d = (y - A->x_start[i]) * A->y_mul[i];
+    if (mode == OKPU_ROUND_HALF_UP) {
+        r = floor_shift(d + A->half[i], A->shift[i]);
+    } else if (mode == OKPU_ROUND_SDK_CARRY) {
+        const int64_t t = floor_shift(d, A->shift_m1[i]);
+        q = floor_shift(t, 1);
+        r = !A->round_en[i] ? d : ((uint64_t)t & 1u) ? (t >= 0 ? q + 1 : q - 1) : q;
+    } else {
+        /* ties to even: floor((d + 2^(s-1) - 1 + (floor(d / 2^s) & 1)) / 2^s); the added bit makes a tie round up
+         * exactly when the quotient is odd. |d| + 2^(s-1) < 2^62. */
+        const int64_t odd = ((uint64_t)d & A->odd_bit[i]) != 0;
+        r = floor_shift(d + A->half_m1[i] + odd, A->shift[i]);
+    }
+    if (r >= 255)
+        return 255;
+    if (r <= -255)
+        return 0;
+    return okpu_clamp_u8(r + A->bias[i]);
+}
+/* ---- Batch norm + activation, two values at a time (x86-64 with SSE4.1, checked at run time) ----
+ * The same integers in doubles: every value below is an integer (or an integer times a power of two) under 2^53 in
+ * magnitude, where double arithmetic is exact, so floor / nearest-even / +0.5 give bit for bit what the int64 code
+ * gives. bn_vec_init accepts a channel only when its alu range bounds every intermediate that way and it reaches at
+ * most four segments (chosen by compare and blend instead of a search). */
+#ifdef EMU_SSE41
+#include <smmintrin.h>
+
+#define EXACT_LIMIT ((int64_t)1 << 52)
+
+static double pow2_neg(unsigned s) /* 2^-s, exact for s <= 62 */
+{
+    return 1.0 / (double)((uint64_t)1 << s);
+}
+
+static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c)
+{
+    int j;
+
+    c->vec = 0;
+    if (!c->usable || c->last - c->first >= 4)
+        return;
+    if (c->mul != 0 && c->alu_abs > (EXACT_LIMIT - 1) / (c->mul < 0 ? -c->mul : c->mul))
+        return; /* |alu * norm_mul| < 2^52 */
+    for (j = 0; j <= c->last - c->first; j++) {
+        const int i = c->first + j;
+        const int64_t d = abs_diff_max(c->ylo, c->yhi, A->x_start[i]);
+        const int64_t m = A->y_mul[i] < 0 ? -A->y_mul[i] : A->y_mul[i];
+        if (A->shift[i] > 52u || d >= EXACT_LIMIT || (m != 0 && d > (EXACT_LIMIT - 1) / m))
+            return; /* |d| < 2^52, and |d| + 2^(s-1) < 2^53 for half up */
+        c->xs[j] = (double)A->x_start[i];
+        c->ym[j] = (double)A->y_mul[i];
+        c->sc[j] = pow2_neg(A->shift[i]);
+        c->sc1[j] = A->shift[i] ? pow2_neg(A->shift[i] - 1u) : 2.0;
+        c->vbias[j] = (double)A->bias[i];
+    }
+    c->nseg = c->last - c->first + 1;
+    c->vmul = (double)c->mul * pow2_neg(c->shift); /* |norm_mul| < 2^24: exact */
+    c->vadd = (double)c->add;
+    c->vec = 1;
+}
+
+/* out[x] for x in [0, n) from acc (uint32 or uint64 view) + xt + w_const; returns how many it did (an even count). */
+__attribute__((target("sse4.1"))) static size_t bn_row_sse41(const uint32_t *a32, const uint64_t *a64,
+                                                           const int64_t *xt, int64_t w_const, uint8_t *out, size_t n,
+                                                           const emu_bn_channel *V, okpu_round_mode mode)
+{
+    const __m128i wc = _mm_set1_epi64x(w_const), magic_i = _mm_set1_epi64x(0x4338000000000000LL);
+    const __m128d magic = _mm_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
+    const __m128d mul = _mm_set1_pd(V->vmul), add = _mm_set1_pd(V->vadd), half = _mm_set1_pd(0.5);
+    const __m128d zero = _mm_setzero_pd(), top = _mm_set1_pd(255.0), one = _mm_set1_pd(1.0);
+    size_t x = 0;
+    int j;
+
+    for (; x + 2 <= n; x += 2) {
+        __m128i acc = a32 ? _mm_unpacklo_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(a32 + x)),
+                                               _mm_setzero_si128())
+                          : _mm_loadu_si128((const __m128i *)(const void *)(a64 + x));
+        const __m128i alu_i = _mm_add_epi64(_mm_add_epi64(acc, _mm_loadu_si128((const __m128i *)(const void *)(xt + x))), wc);
+        /* int64 -> double for |v| < 2^51: v + 1.5 * 2^52 in the mantissa */
+        const __m128d alu = _mm_sub_pd(_mm_castsi128_pd(_mm_add_epi64(alu_i, magic_i)), magic);
+        const __m128d y = _mm_add_pd(_mm_floor_pd(_mm_mul_pd(alu, mul)), add);
+        __m128d xs = _mm_set1_pd(V->xs[0]), ym = _mm_set1_pd(V->ym[0]), sc = _mm_set1_pd(V->sc[0]),
+                sc1 = _mm_set1_pd(V->sc1[0]), bias = _mm_set1_pd(V->vbias[0]), d, r, v;
+        __m128i q32;
+        for (j = 1; j < V->nseg; j++) { /* sorted: the last segment whose x_start y passes wins */
+            const __m128d m = _mm_cmpgt_pd(y, _mm_set1_pd(V->xs[j]));
+            xs = _mm_blendv_pd(xs, _mm_set1_pd(V->xs[j]), m);
+            ym = _mm_blendv_pd(ym, _mm_set1_pd(V->ym[j]), m);
+            sc = _mm_blendv_pd(sc, _mm_set1_pd(V->sc[j]), m);
+            sc1 = _mm_blendv_pd(sc1, _mm_set1_pd(V->sc1[j]), m);
+            bias = _mm_blendv_pd(bias, _mm_set1_pd(V->vbias[j]), m);
+        }
+        d = _mm_mul_pd(_mm_sub_pd(y, xs), ym);
+        if (mode == OKPU_ROUND_HALF_UP) {
+            r = _mm_floor_pd(_mm_add_pd(_mm_mul_pd(d, sc), half));
+        } else if (mode == OKPU_ROUND_SDK_CARRY) {
+            const __m128d t = _mm_floor_pd(_mm_mul_pd(d, sc1)), h = _mm_mul_pd(t, half), q = _mm_floor_pd(h);
+            const __m128d odd = _mm_cmpneq_pd(h, q);
+            const __m128d step = _mm_blendv_pd(_mm_sub_pd(zero, one), one, _mm_cmpge_pd(t, zero));
+            r = _mm_add_pd(q, _mm_and_pd(odd, step));
+        } else {
+            r = _mm_round_pd(_mm_mul_pd(d, sc), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        }
+        /* r >= 255 gives 255; r <= -255 gives 0, which the clamp of r + bias (bias <= 255) already gives */
+        v = _mm_min_pd(_mm_max_pd(_mm_add_pd(r, bias), zero), top);
+        v = _mm_blendv_pd(v, top, _mm_cmpge_pd(r, top));
+        q32 = _mm_cvtpd_epi32(v);
+        out[x] = (uint8_t)_mm_cvtsi128_si32(q32);
+        out[x + 1] = (uint8_t)_mm_cvtsi128_si32(_mm_srli_si128(q32, 4));
+    }
+    return x;
+}
+#endif
+
+void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const okpu_kpu_bn *bn, int has_range,
+                              int64_t lo, int64_t hi, emu_bn_channel *c)
+{
+    memset(c, 0, sizeof *c);
+    c->bn = bn;
+    if (A->usable && has_range)
+        bn_fast_init(bn, A, lo, hi, c);
+#ifdef EMU_SSE41
+    if (L->sse41)
+        bn_vec_init(A, c);
+#else
+    (void)L;
+#endif
+}
+
+void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn_channel *c, const uint32_t *a32,
+                         const uint64_t *a64, const int64_t *xt, int64_t w_const, uint8_t *out, size_t first,
+                         size_t end, size_t step)
+{
+    size_t x = first;
+
+    if (!c->usable) {
+        for (; x < end; x += step)
+            out[x] = okpu_emu_bn_act((a32 ? (int64_t)a32[x] : (int64_t)a64[x]) + xt[x] + w_const, c->bn, &L->act,
+                                     L->act_sorted, L->round);
+        return;
+    }
+#ifdef EMU_SSE41
+    if (c->vec && step == 1)
+        x += bn_row_sse41(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c, L->round);
+#endif
+    /* the mode is a constant in each loop, so the compiler drops the other modes' code from it */
+#define BN_LOOP(ACC, MODE)                                                                                        \
+    for (; x < end; x += step)                                                                                    \
+        out[x] = bn_act_fast((int64_t)(ACC)[x] + xt[x] + w_const, c, A, MODE)
+    if (a32) {
+        if (L->round == OKPU_ROUND_HALF_UP)
+            BN_LOOP(a32, OKPU_ROUND_HALF_UP);
+        else if (L->round == OKPU_ROUND_SDK_CARRY)
+            BN_LOOP(a32, OKPU_ROUND_SDK_CARRY);
+        else
+            BN_LOOP(a32, OKPU_ROUND_HALF_EVEN);
+    } else {
+        if (L->round == OKPU_ROUND_HALF_UP)
+            BN_LOOP(a64, OKPU_ROUND_HALF_UP);
+        else if (L->round == OKPU_ROUND_SDK_CARRY)
+            BN_LOOP(a64, OKPU_ROUND_SDK_CARRY);
+        else
+            BN_LOOP(a64, OKPU_ROUND_HALF_EVEN);
+    }
+#undef BN_LOOP
+}

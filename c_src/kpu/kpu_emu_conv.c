@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The fast convolution: docs/kpu-reference.md section 4.1's sums reorganised into integer loops over whole rows,
+ * computing the bytes okpu_emu_conv_reference computes. The x-offset term depends only on the pixel, so it is one
+ * plane per layer (per channel when depthwise); the w-offset term depends only on the output channel, so it is one
+ * number (computed at prepare); the products sum in uint32 in 8-bit mode (1024*9*255*255 < 2^32) and in uint64 in
+ * 16-bit mode. */
+#include <string.h>
+
+#include "../core/arith.h"
+#include "kpu_emu.h"
+#include "kpu_layout.h"
+
+/* Tap sums sum(x) of channel c at every pixel (pad taps included). */
+static void channel_box_sums(const emu_layer *L, uint32_t c, emu_worker *B)
+{
+    const uint8_t *plane = L->in + (size_t)c * L->plane;
+    uint32_t x, y;
+
+    if (L->k == 1) {
+        for (x = 0; x < L->w * L->h; x++)
+            B->box[x] = plane[x];
+        return;
+    }
+    for (y = 0; y < L->h; y++) {
+        const uint8_t *r0 = plane + (size_t)y * L->pitch, *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+        uint32_t *out = B->box + (size_t)y * L->w;
+        for (x = 0; x < L->pitch; x++)
+            B->col[x] = (uint32_t)r0[x] + r1[x] + r2[x];
+        for (x = 0; x < L->w; x++)
+            out[x] = B->col[x] + B->col[x + 1] + B->col[x + 2];
+    }
+}
+
+void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S)
+{
+    const size_t n = (size_t)L->kk * 255u + 1u;
+    size_t s;
+
+    for (s = 0; s < n; s++)
+        S->x_table[s] = okpu_asr64(L->a->arg_x * (int64_t)s, L->a->shr_x);
+}
+
+/* The x-offset plane of a non-depthwise layer: per input channel floored terms, or one floor of the total. */
+void okpu_emu_x_term_all_channels(const emu_layer *L, emu_shared *S, emu_worker *W)
+{
+    const size_t n = (size_t)L->w * L->h;
+    size_t p;
+    uint32_t c;
+
+    memset(S->x_term, 0, n * sizeof *S->x_term);
+    if (L->a->arg_x == 0)
+        return;
+    for (c = 0; c < L->ic; c++) {
+        channel_box_sums(L, c, W);
+        if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
+            for (p = 0; p < n; p++)
+                S->x_term[p] += S->x_table[W->box[p]];
+        else
+            for (p = 0; p < n; p++)
+                S->x_term[p] += W->box[p];
+    }
+    if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
+        for (p = 0; p < n; p++)
+            S->x_term[p] = okpu_asr64(L->a->arg_x * S->x_term[p], L->a->shr_x);
+}
+
+/* Depthwise: one channel, so both offset modes give floor(arg_x * sum(x) / 2^shr_x), into W->x_term. */
+static void x_term_one_channel(const emu_layer *L, uint32_t c, const emu_shared *S, emu_worker *W)
+{
+    const size_t n = (size_t)L->w * L->h;
+    size_t p;
+
+    if (L->a->arg_x == 0) {
+        memset(W->x_term, 0, n * sizeof *W->x_term);
+        return;
+    }
+    channel_box_sums(L, c, W);
+    for (p = 0; p < n; p++)
+        W->x_term[p] = S->x_table[W->box[p]];
+}
+
+/* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. */
+int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc)
+{
+    const okpu_kpu_args *a = L->a;
+    int64_t total = 0, all_w = 0;
+    uint32_t i, t;
+
+    if (a->arg_w == 0) /* every term is floor(0 / 2^shr_w) = 0 */
+        return a->arg_add * (int64_t)L->g_ic;
+    for (i = 0; i < L->g_ic; i++) {
+        const size_t w0 = okpu_emu_weight_index(L, oc, i);
+        int64_t sum_w = 0;
+        if (L->eight_bit)
+            for (t = 0; t < L->kk; t++)
+                sum_w += L->weights[w0 + t];
+        else
+            for (t = 0; t < L->kk; t++)
+                sum_w += okpu_emu_weight_at(L, w0 + t);
+        if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
+            total += okpu_asr64(a->arg_w * sum_w, a->shr_w);
+        else
+            all_w += sum_w;
+    }
+    if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
+        total = okpu_asr64(a->arg_w * all_w, a->shr_w);
+    return total + a->arg_add * (int64_t)L->g_ic;
+}
+
+/* ---- 8-bit accumulation ----
+ * In 8-bit mode every product is at most 255 * 255 and a whole output value at most 1024 * 9 * 65025 < 2^32, so the
+ * sums are uint32 throughout. The taps are taken in pairs (u, v) with weights (wu, wv): on x86-64 SSE2's pmaddwd
+ * multiplies 16-bit pairs and adds each pair into 32 bits (all operands <= 255, so its signed arithmetic is exact and
+ * a 32-bit add is the uint32 add); elsewhere the same sums in plain C. SSE2 is part of every x86-64. (An AVX2 version
+ * with 16 pixels per step, chosen at run time, measured slower than this one on the test machine, so there is none.) */
+
+#define MAX_PAIRS 8
+
+typedef struct tap_pairs {
+    const uint8_t *u[MAX_PAIRS], *v[MAX_PAIRS];
+    uint32_t wu[MAX_PAIRS], wv[MAX_PAIRS];
+    int n;
+} tap_pairs;
+
+static void pair_add(tap_pairs *P, const uint8_t *u, uint32_t wu, const uint8_t *v, uint32_t wv)
+{
+    P->u[P->n] = u;
+    P->v[P->n] = v;
+    P->wu[P->n] = wu;
+    P->wv[P->n] = wv;
+    P->n++;
+}
+
+#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) /* -DOKPU_EMU_PORTABLE tests the C path on x86 */
+#include <emmintrin.h>
+
+static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
+{
+    const __m128i zero = _mm_setzero_si128();
+    __m128i w[MAX_PAIRS];
+    size_t x = 0;
+    int j;
+
+    for (j = 0; j < P->n; j++)
+        w[j] = _mm_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
+    for (; x + 8 <= n; x += 8) {
+        __m128i s0 = _mm_setzero_si128(), s1 = _mm_setzero_si128();
+        for (j = 0; j < P->n; j++) {
+            const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->u[j] + x)), zero);
+            const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->v[j] + x)), zero);
+            s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), w[j]));
+            s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), w[j]));
+        }
+        _mm_storeu_si128((__m128i *)(void *)(acc + x),
+                         _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x)), s0));
+        _mm_storeu_si128((__m128i *)(void *)(acc + x + 4),
+                         _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x + 4)), s1));
+    }
+    for (; x < n; x++) {
+        uint32_t sum = 0;
+        for (j = 0; j < P->n; j++)
+            sum += P->wu[j] * P->u[j][x] + P->wv[j] * P->v[j][x];
+        acc[x] += sum;
+    }
+}
+#else
+static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
+{
+    size_t x;
+    int j;
+
+    for (j = 0; j < P->n; j++) {
+        const uint8_t *u = P->u[j], *v = P->v[j];
+        const uint32_t wu = P->wu[j], wv = P->wv[j];
+        for (x = 0; x < n; x++)
+            acc[x] += wu * u[x] + wv * v[x];
+    }
+}
+#endif
+
+static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const emu_worker *B)
+{
+    uint32_t *acc = (uint32_t *)(void *)B->acc + (size_t)y0 * L->w;
+    const uint8_t *wt;
+    tap_pairs P;
+    uint32_t i = 0;
+
+    memset(acc, 0, span * sizeof *acc);
+    if (L->k == 3) {
+        for (i = 0; i < L->g_ic; i++) {
+            const uint8_t *r0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+            const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+            wt = L->weights + okpu_emu_weight_index(L, oc, i);
+            P.n = 0;
+            pair_add(&P, r0, wt[0], r0 + 1, wt[1]);
+            pair_add(&P, r0 + 2, wt[2], r1, wt[3]);
+            pair_add(&P, r1 + 1, wt[4], r1 + 2, wt[5]);
+            pair_add(&P, r2, wt[6], r2 + 1, wt[7]);
+            pair_add(&P, r2 + 2, wt[8], r2 + 2, 0);
+            acc_pairs(acc, &P, span);
+        }
+        return;
+    }
+    while (i < L->g_ic) {
+        const uint8_t *p0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+        wt = L->weights + okpu_emu_weight_index(L, oc, i);
+        P.n = 0;
+        for (; i + 2 <= L->g_ic && P.n < MAX_PAIRS; i += 2, p0 += 2 * L->plane, wt += 2)
+            pair_add(&P, p0, wt[0], p0 + L->plane, wt[1]);
+        if (i + 1 == L->g_ic && P.n < MAX_PAIRS) {
+            pair_add(&P, p0, wt[0], p0, 0);
+            i++;
+        }
+        acc_pairs(acc, &P, span);
+    }
+}
+
+/* Accumulate sum(x*w) over a run of `span` pixels starting at output row y0. A 3x3 conv takes its nine taps in one
+ * pass (one accumulator update per pixel per input channel); a 1x1 conv takes four input channels per pass. Nine
+ * or four products of at most 255 * 65535 stay below 2^32, so each pass sums in uint32. */
+static void accumulate_span(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const emu_worker *B)
+{
+    uint32_t *acc32 = (uint32_t *)(void *)B->acc + (size_t)y0 * L->w;
+    uint64_t *acc64 = B->acc + (size_t)y0 * L->w;
+    uint32_t i = 0, x, t;
+
+    if (L->eight_bit)
+        memset(acc32, 0, span * sizeof *acc32);
+    else
+        memset(acc64, 0, span * sizeof *acc64);
+    if (L->k == 3) {
+        for (; i < L->g_ic; i++) {
+            const uint8_t *r0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+            const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+            const size_t w0 = okpu_emu_weight_index(L, oc, i);
+            uint32_t wt[9];
+            for (t = 0; t < 9; t++)
+                wt[t] = okpu_emu_weight_at(L, w0 + t);
+            for (x = 0; x < span; x++) {
+                uint32_t sum = wt[0] * r0[x] + wt[1] * r0[x + 1] + wt[2] * r0[x + 2] + wt[3] * r1[x] +
+                               wt[4] * r1[x + 1] + wt[5] * r1[x + 2] + wt[6] * r2[x] + wt[7] * r2[x + 1] +
+                               wt[8] * r2[x + 2];
+                if (L->eight_bit)
+                    acc32[x] += sum;
+                else
+                    acc64[x] += sum;
+            }
+        }
+        return;
+    }
+    for (; i + 4 <= L->g_ic; i += 4) {
+        const uint8_t *p0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+        const uint8_t *p1 = p0 + L->plane, *p2 = p1 + L->plane, *p3 = p2 + L->plane;
+        const size_t w0 = okpu_emu_weight_index(L, oc, i);
+        const uint32_t wa = okpu_emu_weight_at(L, w0), wb = okpu_emu_weight_at(L, w0 + 1), wc = okpu_emu_weight_at(L, w0 + 2),
+                       wd = okpu_emu_weight_at(L, w0 + 3);
+        if (L->eight_bit)
+            for (x = 0; x < span; x++)
+                acc32[x] += wa * p0[x] + wb * p1[x] + wc * p2[x] + wd * p3[x];
+        else
+            for (x = 0; x < span; x++)
+                acc64[x] += wa * p0[x] + wb * p1[x] + wc * p2[x] + wd * p3[x];
+    }
+    for (; i < L->g_ic; i++) {
+        const uint8_t *p0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
+        const uint32_t wa = okpu_emu_weight_at(L, okpu_emu_weight_index(L, oc, i));
+        if (L->eight_bit)
+            for (x = 0; x < span; x++)
+                acc32[x] += wa * p0[x];
+        else
+            for (x = 0; x < span; x++)
+                acc64[x] += wa * p0[x];
+    }
+}
+
+/* The pixels of output channel oc the pool reads, as runs: a pick pool reads one pixel per stride x stride window
+ * (rows 0, s, 2s..., columns x_first, x_first + s, ...); otherwise every row (1x1: the whole plane is one run). */
+typedef struct runs {
+    uint32_t count, row_step, span, x_first, x_step;
+    size_t acc_row; /* accumulators between the starts of consecutive runs */
+    int whole;      /* 8-bit 3x3: the accumulators of all rows in one pass (see plane_runs) */
+} runs;
+
+static runs plane_runs(const emu_layer *L)
+{
+    const unsigned pool = L->a->pool_type;
+    runs R;
+
+    R.whole = 0;
+    R.acc_row = (size_t)L->w;
+    if (pool >= 5 && pool <= 7) {
+        const uint32_t s = okpu_kpu_pool_stride(pool);
+        R.count = L->h / s;
+        R.row_step = s;
+        R.span = L->w / s * s;
+        R.x_first = pool == 6 ? 1u : 0u;
+        R.x_step = s;
+        R.acc_row = (size_t)s * L->w;
+    } else if (L->k == 1) {
+        R.count = 1;
+        R.row_step = 1;
+        R.span = L->w * L->h;
+        R.x_first = 0;
+        R.x_step = 1;
+    } else {
+        R.count = L->h;
+        R.row_step = 1;
+        R.span = L->w;
+        R.x_first = 0;
+        R.x_step = 1;
+        /* In 8-bit mode a 3x3 conv runs over the padded planes as if they were one row of h * pitch - 2 pixels: the
+         * two extra accumulators per row (taps straddling the border) are computed and never read. One long run
+         * instead of h short ones, each with a tail that does not fill a vector. h * pitch - 2 <= 2 * w * h
+         * accumulators fit the uint32 view of the buffer. */
+        if (L->eight_bit) {
+            R.whole = 1;
+            R.acc_row = L->pitch;
+        }
+    }
+    return R;
+}
+
+/* Range of alu = sum(x*w) + x_term + w_const over the pixels of R. */
+static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_term, const runs *R, int64_t w_const,
+                      int64_t *lo, int64_t *hi)
+{
+    const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    uint32_t r;
+    size_t x;
+
+    for (r = 0; r < R->count; r++) {
+        const size_t first = (size_t)r * R->row_step * L->w, acc_first = r * R->acc_row;
+        for (x = R->x_first; x < R->span; x += R->x_step) {
+            const int64_t v = (L->eight_bit ? (int64_t)acc32[acc_first + x] : (int64_t)B->acc[acc_first + x]) +
+                              x_term[first + x];
+            mn = v < mn ? v : mn;
+            mx = v > mx ? v : mx;
+        }
+    }
+    *lo = mn + w_const;
+    *hi = mx + w_const;
+}
+
+/* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
+void okpu_emu_conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W)
+{
+    const runs R = plane_runs(L);
+    const uint32_t *acc32 = (const uint32_t *)(const void *)W->acc;
+    const int64_t w_const = S->w_const[oc];
+    const int64_t *x_term = L->a->depthwise ? W->x_term : S->x_term;
+    const int has_range = S->act.usable && R.count > 0 && R.span > R.x_first;
+    int64_t lo = 0, hi = 0;
+    emu_bn_channel bc;
+    uint32_t r;
+
+    if (L->a->depthwise)
+        x_term_one_channel(L, oc, S, W);
+    if (R.whole)
+        accumulate_span8(L, oc, 0, (L->h - 1) * L->pitch + L->w, W);
+    else
+        for (r = 0; r < R.count; r++) {
+            if (L->eight_bit)
+                accumulate_span8(L, oc, r * R.row_step, R.span, W);
+            else
+                accumulate_span(L, oc, r * R.row_step, R.span, W);
+        }
+    if (has_range)
+        alu_range(L, W, x_term, &R, w_const, &lo, &hi);
+    okpu_emu_bn_channel_init(L, &S->act, bn, has_range, lo, hi, &bc);
+    for (r = 0; r < R.count; r++) {
+        const size_t first = (size_t)r * R.row_step * L->w;
+        okpu_emu_bn_act_row(L, &S->act, &bc, L->eight_bit ? acc32 + r * R.acc_row : NULL, W->acc + r * R.acc_row,
+                            x_term + first, w_const, W->activated + first, R.x_first, R.span, R.x_step);
+    }
+}
