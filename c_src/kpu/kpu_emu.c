@@ -244,7 +244,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     uint8_t *at[PART_COUNT], *out_dense;
     uint64_t part[PART_COUNT], total;
     size_t out_plane;
-    uint32_t oc, s;
+    uint32_t s;
     int rc, i;
 
     if ((rc = okpu_kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
@@ -314,15 +314,10 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
             okpu_emu_x_term_all_channels(&L, &S, &W);
     }
 
-    for (oc = 0; oc < L.oc; oc++) {
-        okpu_kpu_bn bn;
-        okpu_kpu_bn_decode(job->bn + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
-        if (e->reference)
-            okpu_emu_conv_reference(&L, oc, &bn, W.activated);
-        else
-            okpu_emu_conv_fast(&L, oc, &bn, &S, &W);
-        okpu_emu_pool_plane(W.activated, L.w, L.h, a->pool_type, L.mean_border, out_dense + oc * out_plane);
-    }
+    if (e->reference)
+        okpu_emu_channels_reference(&L, 0, L.oc, W.activated, out_dense);
+    else
+        okpu_emu_channels_fast(&L, 0, L.oc, &S, &W, out_dense);
 
     /* Written only after the whole input was read: source and destination regions may overlap. */
     okpu_kpu_layout_upload(self->ram, a->image_dst_addr, out_dense, a->out_width, a->out_height, L.oc);

@@ -65,8 +65,9 @@ static inline uint32_t okpu_emu_input_channel(const emu_layer *L, uint32_t oc, u
 
 uint8_t okpu_emu_bn_act(int64_t alu, const okpu_kpu_bn *bn, const okpu_kpu_act *act, int act_sorted,
                         okpu_round_mode mode);
-/* Output channel oc, conv + BN + activation, one value at a time, into activated (w x h). */
-void okpu_emu_conv_reference(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, uint8_t *activated);
+/* Output channels [oc_first, oc_end) one value at a time, each into out + oc * out_plane; activated: w x h scratch. */
+void okpu_emu_channels_reference(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, uint8_t *activated,
+                                 uint8_t *out);
 void okpu_emu_pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned pool_type,
                          okpu_mean_border_mode border, uint8_t *out);
 
@@ -135,8 +136,9 @@ void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S);
 /* S->x_term of a non-depthwise layer (W: box and col scratch). */
 void okpu_emu_x_term_all_channels(const emu_layer *L, emu_shared *S, emu_worker *W);
 int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc);
-/* Output channel oc, conv + BN + activation, into W->activated. */
-void okpu_emu_conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S,
-                        emu_worker *W);
+/* Output channels [oc_first, oc_end): conv + BN + activation + pool, each into out + oc * out_plane (the dense
+ * output, out_width x out_height per channel). A worker runs one such range; ranges may run in parallel. */
+void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, const emu_shared *S,
+                            emu_worker *W, uint8_t *out);
 
 #endif

@@ -343,7 +343,7 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
 }
 
 /* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
-void okpu_emu_conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W)
+static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W)
 {
     const runs R = plane_runs(L);
     const uint32_t *acc32 = (const uint32_t *)(const void *)W->acc;
@@ -372,5 +372,19 @@ void okpu_emu_conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, 
         const size_t first = (size_t)r * R.row_step * L->w;
         okpu_emu_bn_act_row(L, &S->act, &bc, L->eight_bit ? acc32 + r * R.acc_row : NULL, W->acc + r * R.acc_row,
                             x_term + first, w_const, W->activated + first, R.x_first, R.span, R.x_step);
+    }
+}
+
+void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, const emu_shared *S,
+                            emu_worker *W, uint8_t *out)
+{
+    const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
+    uint32_t oc;
+
+    for (oc = oc_first; oc < oc_end; oc++) {
+        okpu_kpu_bn bn;
+        okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
+        conv_fast(L, oc, &bn, S, W);
+        okpu_emu_pool_plane(W->activated, L->w, L->h, L->a->pool_type, L->mean_border, out + oc * out_plane);
     }
 }

@@ -97,7 +97,7 @@ void okpu_emu_pool_plane(const uint8_t *in, uint32_t w, uint32_t h, unsigned poo
 }
 
 /* Section 4.1 as written: one output value at a time. */
-void okpu_emu_conv_reference(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, uint8_t *activated)
+static void conv_reference(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, uint8_t *activated)
 {
     const okpu_kpu_args *a = L->a;
     uint32_t x, y, i, kx, ky;
@@ -133,5 +133,19 @@ void okpu_emu_conv_reference(const emu_layer *L, uint32_t oc, const okpu_kpu_bn 
                       a->arg_add * (int64_t)L->g_ic;
             activated[(size_t)y * L->w + x] = okpu_emu_bn_act(alu, bn, &L->act, 0, L->round);
         }
+    }
+}
+
+void okpu_emu_channels_reference(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, uint8_t *activated,
+                                 uint8_t *out)
+{
+    const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
+    uint32_t oc;
+
+    for (oc = oc_first; oc < oc_end; oc++) {
+        okpu_kpu_bn bn;
+        okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
+        conv_reference(L, oc, &bn, activated);
+        okpu_emu_pool_plane(activated, L->w, L->h, L->a->pool_type, L->mean_border, out + oc * out_plane);
     }
 }
