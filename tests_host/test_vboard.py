@@ -342,6 +342,17 @@ def test_project_firmware_boots_to_the_repl_and_runs_a_script():
     assert (status, out.getvalue()) == (0, b"42\n"), err.getvalue()
     status, _ = run_script(board, b"1/0\n", timeout=30, out=out, err=err, wait_prompt=False)
     assert status == 1 and b"ZeroDivisionError" in err.getvalue()
+    # the shared time module with the K210's time.clock() (MaixPy's frame timer) added to it
+    out = io.BytesIO()
+    script = (b"import time\nc = time.clock()\nc.tick()\nt = time.ticks_ms()\ntime.sleep_ms(3)\n"
+              b"print(c.fps() > 0, c.avg() >= 3, time.ticks_diff(time.ticks_ms(), t) >= 3)\n"
+              b"print(sorted(n for n in dir(time) if not n.startswith('_')))\n")
+    status, _ = run_script(board, script, timeout=30, out=out, err=err, wait_prompt=False)
+    assert status == 0, err.getvalue()
+    assert out.getvalue().decode().splitlines() == [
+        "True True True",
+        str(sorted(["clock", "sleep", "sleep_ms", "sleep_us", "ticks_add", "ticks_diff", "ticks_ms", "ticks_us",
+                    "time"]))]
 
 
 def test_project_firmware_soft_reset_reboots_from_flash():

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* openkpu port: a small `time` module (MicroPython's extmod/modtime.c is not in the core sdist). */
+/* openkpu ports: a small `time` module (MicroPython's extmod/modtime.c is not in the core sdist), shared by the host,
+ * rv64 and K210 ports; a port adds entries with MICROPY_PY_TIME_EXTRA_GLOBALS. */
 #include <time.h>
 
 #include "py/mphal.h"
@@ -74,6 +75,9 @@ static const mp_rom_map_elem_t port_time_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR_ticks_us), MP_ROM_PTR(&port_time_ticks_us_obj) },
     { MP_ROM_QSTR(MP_QSTR_ticks_diff), MP_ROM_PTR(&port_time_ticks_diff_obj) },
     { MP_ROM_QSTR(MP_QSTR_ticks_add), MP_ROM_PTR(&port_time_ticks_add_obj) },
+#ifdef MICROPY_PY_TIME_EXTRA_GLOBALS
+    MICROPY_PY_TIME_EXTRA_GLOBALS // a port's additions (the K210's time.clock)
+#endif
 };
 static MP_DEFINE_CONST_DICT(port_time_globals, port_time_globals_table);
 

@@ -14,3 +14,7 @@
 
 // py/reader.c over open/read/close: scripts and modules import from /flash
 #define OPENKPU_HAVE_FLASH_FS (1)
+
+// MaixPy's time.clock() (modtime_k210.c) in the shared time module (firmware/host/modtime.c)
+extern const struct _mp_obj_type_t port_time_clock_type;
+#define MICROPY_PY_TIME_EXTRA_GLOBALS { MP_ROM_QSTR(MP_QSTR_clock), MP_ROM_PTR(&port_time_clock_type) },
