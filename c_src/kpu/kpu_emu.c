@@ -826,8 +826,8 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, fa
             else
                 accumulate_span(L, oc, r * R.row_step, R.span, B);
         }
-    memset(&bf, 0, sizeof bf);
-    if (B->act.usable && R.count > 0 && R.span > R.x_first) {
+    memset(&bf, 0, sizeof bf); /* not usable: bn_act for every pixel (always for NNCASE1, the fast paths lack it) */
+    if (B->act.usable && L->round != OKPU_ROUND_NNCASE1 && R.count > 0 && R.span > R.x_first) {
         alu_range(L, B, &R, w_const, &lo, &hi);
         bn_fast_init(bn, &B->act, lo, hi, &bf);
     }
