@@ -226,7 +226,7 @@ static int parse_act_round(PyObject *o, int *mode)
     } else if (PyLong_Check(o)) {
         v = PyLong_AsLong(o);
         if (v == -1 && PyErr_Occurred())
-            PyErr_Clear(); /* beyond a long: out of range below */
+            return 0; /* OverflowError, as MicroPython raises */
     } else {
         PyErr_Format(PyExc_TypeError, "Model() act_round must be a str or an int, not %.100s", Py_TYPE(o)->tp_name);
         return 0;
