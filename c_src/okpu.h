@@ -68,7 +68,8 @@ typedef enum okpu_dtype { OKPU_DTYPE_F32 = 0, OKPU_DTYPE_U8 = 1 } okpu_dtype;
 typedef enum okpu_round_mode {
     OKPU_ROUND_HALF_EVEN = 0, /* nncase v0.2 / v1.0 activation shift */
     OKPU_ROUND_HALF_UP = 1,   /* (v + 2^(s-1)) >> s: nncase v0.2.0-beta4 quantized CPU ops */
-    OKPU_ROUND_SDK_CARRY = 2  /* kpu_carry_shift of the SDK's kpu.c (odd-bit carry) */
+    OKPU_ROUND_SDK_CARRY = 2, /* kpu_carry_shift of the SDK's kpu.c (odd-bit carry) */
+    OKPU_ROUND_NNCASE1 = 3    /* nncase 1.x Simulator's activation shift (kmodel-v5.md 4.3): act_round only */
 } okpu_round_mode;
 
 typedef enum okpu_conv_offset_mode {

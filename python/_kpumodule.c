@@ -7,6 +7,7 @@
  *
  *   m = _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
  *                  max_work=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass)
+ *   act_round: 0 / "half_even" (default), 1 / "half_up", 2 / "sdk_carry", 3 / "nncase1" (nncase 1.x's Simulator)
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
  *   _kpu.status_name(code); _kpu.error_text(what, code, message)
@@ -210,11 +211,41 @@ static int check_enum(const char *name, int value, int max)
     return 1;
 }
 
+/* act_round: a name or its okpu_round_mode number (the MicroPython binding takes the same and words the same error). */
+static int parse_act_round(PyObject *o, int *mode)
+{
+    static const char *const names[] = {[OKPU_ROUND_HALF_EVEN] = "half_even", [OKPU_ROUND_HALF_UP] = "half_up",
+                                        [OKPU_ROUND_SDK_CARRY] = "sdk_carry", [OKPU_ROUND_NNCASE1] = "nncase1"};
+    long v = -1;
+    if (!o)
+        return 1;
+    if (PyUnicode_Check(o)) {
+        for (v = 0; v <= OKPU_ROUND_NNCASE1; v++)
+            if (PyUnicode_CompareWithASCIIString(o, names[v]) == 0)
+                break;
+    } else if (PyLong_Check(o)) {
+        v = PyLong_AsLong(o);
+        if (v == -1 && PyErr_Occurred())
+            return 0; /* OverflowError, as MicroPython raises */
+    } else {
+        PyErr_Format(PyExc_TypeError, "Model() act_round must be a str or an int, not %.100s", Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    if (v < 0 || v > OKPU_ROUND_NNCASE1) {
+        okpu_py_raise_fmt(PyExc_ValueError, "load", OKPU_ERR_PARAM,
+                          "option act_round=%R is not a rounding mode: use 'half_even' (0, the default), "
+                          "'half_up' (1), 'sdk_carry' (2) or 'nncase1' (3)", o);
+        return 0;
+    }
+    *mode = (int)v;
+    return 1;
+}
+
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"data", "conv_offset", "act_round", "v3_quant_round", "v4_quant_round", "mean_border",
                              "max_work", NULL};
-    PyObject *data, *max_work = Py_None;
+    PyObject *data, *max_work = Py_None, *act_round_obj = NULL;
     okpu_options opts;
     int conv_offset, act_round, v3_round, v4_round, mean_border;
     ModelObject *self;
@@ -226,7 +257,7 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     v3_round = (int)opts.v3_quant_round;
     v4_round = (int)opts.v4_quant_round;
     mean_border = (int)opts.mean_border;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iiiiiO:Model", kwlist, &data, &conv_offset, &act_round,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iOiiiO:Model", kwlist, &data, &conv_offset, &act_round_obj,
                                      &v3_round, &v4_round, &mean_border, &max_work))
         return NULL;
     if (max_work != Py_None) {
@@ -246,7 +277,7 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     if (!check_enum("conv_offset", conv_offset, OKPU_CONV_OFFSET_ONCE) ||
-        !check_enum("act_round", act_round, OKPU_ROUND_SDK_CARRY) ||
+        !parse_act_round(act_round_obj, &act_round) ||
         !check_enum("v3_quant_round", v3_round, OKPU_ROUND_SDK_CARRY) ||
         !check_enum("v4_quant_round", v4_round, OKPU_ROUND_SDK_CARRY) ||
         !check_enum("mean_border", mean_border, OKPU_MEAN_BORDER_IN_RANGE))
@@ -570,7 +601,10 @@ static PyTypeObject ModelType = {
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None)\n\n"
-              "A loaded kmodel (v3/v4). `data` is any bytes-like object; it is referenced, not copied.",
+              "A loaded kmodel (v3/v4/v5). `data` is any bytes-like object; it is referenced, not copied.\n"
+              "act_round: the KPU activation's rounding in the emulator (the K210 backend: the chip's own): 0 or "
+              "'half_even' (default), 1 'half_up', 2 'sdk_carry', 3 'nncase1' (nncase 1.x's Simulator, whose "
+              "reference outputs v5 models with negative activation slopes match only with it).",
     .tp_methods = Model_methods,
     .tp_new = Model_new,
 };

@@ -15,7 +15,7 @@ import numpy as np
 
 INT64_MAX = (1 << 63) - 1
 
-ROUND_HALF_EVEN, ROUND_HALF_UP, ROUND_SDK_CARRY = 0, 1, 2
+ROUND_HALF_EVEN, ROUND_HALF_UP, ROUND_SDK_CARRY, ROUND_NNCASE1 = 0, 1, 2, 3
 CONV_OFFSET_PER_CHANNEL, CONV_OFFSET_ONCE = 0, 1
 MEAN_BORDER_REPLICATE, MEAN_BORDER_IN_RANGE = 0, 1
 
@@ -27,7 +27,9 @@ def round_shift_int(v: int, s: int, mode: int) -> int:
     """v / 2^s rounded per `mode` (Python ints, exact for any size). s == 0 returns v.
 
     HALF_EVEN: nearest, ties to even. HALF_UP: (v + 2^(s-1)) >> s. SDK_CARRY: kpu_carry_shift of the SDK
-    (section 2): v >>= s-1; odd -> (v >> 1) + 1 if v >= 0 else (v >> 1) - 1; even -> v >> 1."""
+    (section 2): v >>= s-1; odd -> (v >> 1) + 1 if v >= 0 else (v >> 1) - 1; even -> v >> 1. NNCASE1: nncase 1.x's
+    carry_shift<Banker> (kmodel-v5.md 4.3 item 5): q = floor, f = low s bits, h = 2^(s-1), sign of v; q if f < h,
+    q + sign if f > h, on a tie q + sign when q is odd."""
     if s <= 0:
         return v
     if mode == ROUND_HALF_EVEN:
@@ -37,6 +39,12 @@ def round_shift_int(v: int, s: int, mode: int) -> int:
         return q + (1 if (r > half or (r == half and (q & 1))) else 0)
     if mode == ROUND_HALF_UP:
         return (v + (1 << (s - 1))) >> s
+    if mode == ROUND_NNCASE1:
+        q = v >> s
+        f = v - (q << s)
+        half = 1 << (s - 1)
+        sign = -1 if v < 0 else 1
+        return q + (sign if (f > half or (f == half and (q & 1))) else 0)
     if mode == ROUND_SDK_CARRY:
         v >>= s - 1
         if v & 1:

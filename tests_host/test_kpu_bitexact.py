@@ -25,7 +25,7 @@ import kpu_reference as ref  # noqa: E402
 
 from openkpu import kmodel_writer as kw  # noqa: E402
 
-OPTION_SETS = [dict(act_round=r, conv_offset=o, mean_border=b) for r, o, b in itertools.product((0, 1, 2), (0, 1),
+OPTION_SETS = [dict(act_round=r, conv_offset=o, mean_border=b) for r, o, b in itertools.product((0, 1, 2, 3), (0, 1),
                                                                                                    (0, 1))]
 
 
@@ -49,6 +49,17 @@ def test_round_shift_hand_cases(v, s, even, up, carry):
     assert ref.round_shift_int(v, s, ref.ROUND_HALF_EVEN) == even
     assert ref.round_shift_int(v, s, ref.ROUND_HALF_UP) == up
     assert ref.round_shift_int(v, s, ref.ROUND_SDK_CARRY) == carry
+
+
+@pytest.mark.parametrize("v, s, nncase1", [
+    (5, 1, 2), (7, 1, 4), (10, 2, 2), (11, 2, 3), (9, 2, 2),  # non-negative: ties to even, like HALF_EVEN
+    (-5, 1, -4), (-7, 1, -4), (-6, 2, -2),                    # negative ties: to even
+    (-5, 2, -3),   # kmodel-v5.md 4.3: -1.25 -> -3 (floor -2, remainder 3 > 2: one step further down)
+    (-2, 2, -2),   # -0.5: floor -1 is odd on the tie -> -2
+    (-1, 100, -2), (123, 0, 123),
+])
+def test_round_shift_nncase1_hand_cases(v, s, nncase1):
+    assert ref.round_shift_int(v, s, ref.ROUND_NNCASE1) == nncase1
 
 
 def test_layout_hand_cases():

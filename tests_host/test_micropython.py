@@ -379,3 +379,61 @@ def test_records_errors_and_budget_match_cpython(host_mpy, workdir, tmp_path):
     assert "[MAIXPY]kpu: error:2001, ERR_PARAM: x" in out and "_kpu.Box(x=" in out
     assert "face_encode error:2001, ERR_PARAM: the feature has 513 values, at most 512 are encoded" in out
     assert "rows 3..9 no rows" in out and "B left: fit" in out
+
+
+ACT_ROUND_SNIPPET = """
+import _kpu
+import KPU as kpu
+data = open(WORKDIR + '/tiny_conv.kmodel', 'rb').read()
+for v in ('half_even', 0, 'half_up', 1, 'sdk_carry', 2, 'nncase1', 3, True):
+    m = _kpu.Model(data, act_round=v)
+    m.set_input(0, bytes([(i * 37) % 256 for i in range(m.inputs()[0].bytes)]))
+    m.run()
+    d = m.output(0).data
+    print(v, sum(d), d[:6])
+for bad in (4, -1, 'NNCASE1', '', 3.0, None):
+    try:
+        _kpu.Model(data, act_round=bad)
+    except Exception as e:
+        print(type(e).__name__, '|'.join([str(a) for a in e.args]))
+if TESTDATA is not None:
+    d5 = TESTDATA + '/kmodel_v5_nncase/floatin_f32_v190'
+    x, ref = open(d5 + '.in.npy', 'rb').read(), open(d5 + '.out0.npy', 'rb').read()
+    for v in (None, 'half_even', 'nncase1'):
+        net = kpu.load(d5 + '.kmodel') if v is None else kpu.load(d5 + '.kmodel', act_round=v)
+        m = net.net_arg()
+        m.set_input(0, x[len(x) - m.inputs()[0].bytes:])
+        m.run()
+        out = m.output(0).data
+        print('floatin', v, out == ref[len(ref) - len(out):])
+        kpu.deinit(net)
+    try:
+        kpu.load(d5 + '.kmodel', act_round='chip')
+    except ValueError as e:
+        print('kpu.load', e)
+"""
+
+
+def test_act_round_option_matches_cpython(host_mpy, workdir, tmp_path):
+    """Both bindings take act_round as a name or a number and refuse other values with the same words; KPU.py's
+    load(path, act_round=...) reaches the core (nncase1: floatin_f32_v190 equals the Simulator's output)."""
+    outs = []
+    for runner in ("cpython", "mpy"):
+        src = tmp_path / ("act_round_%s.py" % runner)
+        src.write_text(prelude(workdir) + ACT_ROUND_SNIPPET)
+        cmd = [sys.executable if runner == "cpython" else str(host_mpy), str(src)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+        assert r.returncode == 0, (runner, r.stdout[-3000:], r.stderr[-3000:])
+        outs.append(r.stdout.replace("\r\n", "\n"))
+    assert_same("CPython", outs[0], "MicroPython", outs[1])
+    lines = outs[0].splitlines()
+    by_mode = [line.split(" ", 1)[1] for line in lines[:9]]
+    assert by_mode[0::2][:4] == by_mode[1::2][:4] and by_mode[8] == by_mode[3]  # a name = its number
+    allowed = "is not a rounding mode: use 'half_even' (0, the default), 'half_up' (1), 'sdk_carry' (2) or 'nncase1' (3)"
+    for shown, line in zip(("4", "-1", "'NNCASE1'", "''"), lines[9:13]):
+        assert line == "ValueError [MAIXPY]kpu: load error:2001, ERR_PARAM: option act_round=%s %s" % (shown, allowed)
+    assert lines[13:15] == ["TypeError Model() act_round must be a str or an int, not float",
+                            "TypeError Model() act_round must be a str or an int, not NoneType"]
+    if TESTDATA.exists():
+        assert lines[15:18] == ["floatin None False", "floatin half_even False", "floatin nncase1 True"]
+        assert "option act_round='chip' is not a rounding mode" in lines[18]

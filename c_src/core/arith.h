@@ -22,6 +22,9 @@
  * - HALF_UP:   q + 1 when r >= 2^(s-1) (nearest, ties toward +infinity);
  * - SDK_CARRY: kpu_carry_shift of the SDK's kpu.c: when r >= 2^(s-1), q + 1 for v >= 0 and q - 1 for v < 0 (ties up
  *   for positives, negatives one further down); else q.
+ * - NNCASE1: nncase 1.x's Simulator (carry_shift<Banker>, docs kmodel-v5.md 4.3): HALF_EVEN's test on q and r, but
+ *   the step is the sign of v: q - 1 instead of q + 1 for v < 0. Not a rounding for v < 0 (-0.25 gives -2): it only
+ *   reproduces the Simulator's reference outputs. Beyond 63 it follows the same formula: 0 for v >= 0, -2 for v < 0.
  * Any other mode value rounds half to even. A shift of 0 returns v in every mode. */
 #ifndef OKPU_CORE_ARITH_H
 #define OKPU_CORE_ARITH_H
@@ -89,12 +92,12 @@ static inline int64_t okpu_round_shift(int64_t v, unsigned s, okpu_round_mode mo
         return okpu_asr64(t, 1);
     }
     if (s > OKPU_SHIFT_MAX) /* |v| <= 2^63 <= 2^(s-1): never above half; the one tie (-2^63, s = 64) gives 0 */
-        return 0;
+        return mode == OKPU_ROUND_NNCASE1 && v < 0 ? -2 : 0; /* NNCASE1: q = -1, r = v + 2^s >= 2^(s-1) */
     q = okpu_asr64(v, s);
     rem = (uint64_t)v & (((uint64_t)1 << s) - 1u);
     half = (uint64_t)1 << (s - 1);
     if (rem > half || (rem == half && (mode == OKPU_ROUND_HALF_UP || ((uint64_t)q & 1u))))
-        return q + 1; /* q <= 2^62: no overflow */
+        return mode == OKPU_ROUND_NNCASE1 && v < 0 ? q - 1 : q + 1; /* |q| <= 2^62: no overflow */
     return q;
 }
 

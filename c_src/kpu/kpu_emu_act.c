@@ -236,7 +236,8 @@ void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const o
 {
     memset(c, 0, sizeof *c);
     c->bn = bn;
-    if (A->usable && has_range)
+    /* nncase 1.x's rounding (OKPU_ROUND_NNCASE1) has no fast form: the exact okpu_emu_bn_act runs */
+    if (A->usable && has_range && L->round != OKPU_ROUND_NNCASE1)
         bn_fast_init(bn, A, lo, hi, c);
 #ifdef EMU_SSE41
     if (L->sse41)

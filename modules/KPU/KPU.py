@@ -30,7 +30,8 @@ Where this differs from MaixPy, on purpose:
   the budget `openkpu fit` uses by default (`budget()`: MaixPy's full firmware and 512 KiB GC heap, about 2 MiB for
   models; `fits()` is the verdict both give); `memory(net)` / `net.memory()` return the same figures as a dict.
 - Error texts are worded by the C core (`_kpu.error_text`), the same from the CPython and the MicroPython binding.
-- `load(path)` does not insist on ".kmodel" in the file name.
+- `load(path)` does not insist on ".kmodel" in the file name; `load(path, act_round="nncase1")` selects the
+  emulator's activation rounding (see `load`).
 - kmodel v4: `forward` works without `set_outputs`; the shape comes from the model where it is known, else a flat
   (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
 - `run_yolo2`: classes come from anchor_num (MaixPy assumed 5 anchors), any number of detections (MaixPy kept 10),
@@ -410,8 +411,14 @@ def _file_size(path):
         return -1
 
 
-def load(path_or_offset):
-    """load(path) or load(flash_offset) -> kpu_net."""
+def load(path_or_offset, act_round=None):
+    """load(path) or load(flash_offset) -> kpu_net.
+
+    act_round (openkpu's, not MaixPy's): how the emulator rounds the KPU activation, as _kpu.Model takes it:
+    None / "half_even" (default, the rule taken for the chip), "half_up", "sdk_carry", or "nncase1" to reproduce
+    nncase 1.x's Simulator (its reference outputs of kmodel v5 models with negative activation slopes, e.g. swish
+    or YOLOX). A board build runs the layers on the chip's KPU, which does its own rounding: the option is accepted
+    there and has no effect."""
     arg = path_or_offset
     if not _MICROPYTHON and not isinstance(arg, (str, int)) and hasattr(arg, "__fspath__"):
         arg = arg.__fspath__()
@@ -427,7 +434,7 @@ def load(path_or_offset):
     else:
         data = _read_flash(arg)
         addr, path, where = arg, None, "model read from %s at 0x%x" % (_flash_name(), arg)
-    return _open_net(data, addr, path, where)
+    return _open_net(data, addr, path, where, act_round)
 
 
 _COMPILE_HINT = ("compile it to a kmodel first with nncase: ncc 0.1.0-rc5 gives kmodel v3 and nncase 0.2.0-beta4 "
@@ -460,10 +467,10 @@ def _what_it_is(data, path, flash):
     return "this is %s, not a kmodel: %s" % (kind, _COMPILE_HINT)
 
 
-def _open_net(data, addr, path, where):
+def _open_net(data, addr, path, where, act_round=None):
     """Load `data` into the core and count the net against the model limit. where: said after a load error."""
     try:
-        model = _kpu.Model(data)
+        model = _kpu.Model(data) if act_round is None else _kpu.Model(data, act_round=act_round)
     except ValueError as e:
         text = str(e)
         if ("error:%d," % ERR_KMODEL_VERSION) in text:

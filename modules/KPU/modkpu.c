@@ -7,6 +7,8 @@
  *
  *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
  *              max_work=None)
+ *   act_round: 0 / "half_even" (default), 1 / "half_up", 2 / "sdk_carry", 3 / "nncase1" (nncase 1.x's Simulator);
+ *   accepted and ignored on a board build (OKPU_HAVE_K210_HW: the chip rounds), as the other emulator options
  *   _kpu.status_name(code), _kpu.error_text(what, code, message)
  *   Records as in CPython (python/_kpumodule.c): LayerInfo, TensorInfo, Output, Box: tuples whose items are also
  *   named attributes, printed as CPython prints its struct sequences; memory() is a dict.
@@ -173,6 +175,29 @@ static void kpu_check_option(qstr name, mp_int_t value, mp_int_t max) {
     }
 }
 
+/* act_round: a name or its okpu_round_mode number (the CPython binding takes the same and words the same error). */
+static mp_int_t kpu_act_round(mp_obj_t o) {
+    static const char *const names[] = {[OKPU_ROUND_HALF_EVEN] = "half_even", [OKPU_ROUND_HALF_UP] = "half_up",
+                                        [OKPU_ROUND_SDK_CARRY] = "sdk_carry", [OKPU_ROUND_NNCASE1] = "nncase1"};
+    mp_int_t v = -1;
+    if (mp_obj_is_str(o)) {
+        const char *name = mp_obj_str_get_str(o);
+        for (v = 0; v <= OKPU_ROUND_NNCASE1 && strcmp(name, names[v]) != 0; v++) {
+        }
+        if (v > OKPU_ROUND_NNCASE1) {
+            kpu_raise_fmt(&mp_type_ValueError, "load", OKPU_ERR_PARAM, "option act_round='%s' is not a rounding "
+                "mode: use 'half_even' (0, the default), 'half_up' (1), 'sdk_carry' (2) or 'nncase1' (3)", name);
+        }
+    } else if (!mp_obj_is_int(o) && o != mp_const_true && o != mp_const_false) {
+        mp_raise_msg_varg(&mp_type_TypeError, MP_ERROR_TEXT("Model() act_round must be a str or an int, not %s"),
+            mp_obj_get_type_str(o));
+    } else if ((v = mp_obj_get_int(o)) < 0 || v > OKPU_ROUND_NNCASE1) {
+        kpu_raise_fmt(&mp_type_ValueError, "load", OKPU_ERR_PARAM, "option act_round=%d is not a rounding mode: use "
+            "'half_even' (0, the default), 'half_up' (1), 'sdk_carry' (2) or 'nncase1' (3)", (int)v);
+    }
+    return v;
+}
+
 /* ---- records: tuples with named items ---------------------------------------------------------------------
  * Laid out as MicroPython's attrtuple (the field names after the last item), but one type per record so that a
  * record prints as CPython prints its struct sequences: _kpu.LayerInfo(index=0, type=..., ...). Iteration,
@@ -249,7 +274,7 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
     static const mp_arg_t allowed_args[] = {
         { MP_QSTR_data, MP_ARG_REQUIRED | MP_ARG_OBJ, {.u_obj = MP_OBJ_NULL} },
         { MP_QSTR_conv_offset, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_CONV_OFFSET_PER_CHANNEL} },
-        { MP_QSTR_act_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_HALF_EVEN} },
+        { MP_QSTR_act_round, MP_ARG_KW_ONLY | MP_ARG_OBJ, {.u_obj = MP_OBJ_NEW_SMALL_INT(OKPU_ROUND_HALF_EVEN)} },
         { MP_QSTR_v3_quant_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_SDK_CARRY} },
         { MP_QSTR_v4_quant_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_HALF_UP} },
         { MP_QSTR_mean_border, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_MEAN_BORDER_REPLICATE} },
@@ -265,7 +290,7 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
             mp_obj_get_type_str(args[ARG_data].u_obj));
     }
     kpu_check_option(MP_QSTR_conv_offset, args[ARG_conv_offset].u_int, OKPU_CONV_OFFSET_ONCE);
-    kpu_check_option(MP_QSTR_act_round, args[ARG_act_round].u_int, OKPU_ROUND_SDK_CARRY);
+    mp_int_t act_round = kpu_act_round(args[ARG_act_round].u_obj);
     kpu_check_option(MP_QSTR_v3_quant_round, args[ARG_v3_quant_round].u_int, OKPU_ROUND_SDK_CARRY);
     kpu_check_option(MP_QSTR_v4_quant_round, args[ARG_v4_quant_round].u_int, OKPU_ROUND_SDK_CARRY);
     kpu_check_option(MP_QSTR_mean_border, args[ARG_mean_border].u_int, OKPU_MEAN_BORDER_IN_RANGE);
@@ -273,7 +298,7 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
     okpu_options opts;
     okpu_options_default(&opts);
     opts.conv_offset = (okpu_conv_offset_mode)args[ARG_conv_offset].u_int;
-    opts.act_round = (okpu_round_mode)args[ARG_act_round].u_int;
+    opts.act_round = (okpu_round_mode)act_round;
     opts.v3_quant_round = (okpu_round_mode)args[ARG_v3_quant_round].u_int;
     opts.v4_quant_round = (okpu_round_mode)args[ARG_v4_quant_round].u_int;
     opts.mean_border = (okpu_mean_border_mode)args[ARG_mean_border].u_int;

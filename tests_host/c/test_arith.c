@@ -20,8 +20,10 @@
 __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;
 
-static const okpu_round_mode modes[3] = {OKPU_ROUND_HALF_EVEN, OKPU_ROUND_HALF_UP, OKPU_ROUND_SDK_CARRY};
-static const char *const mode_names[3] = {"half-even", "half-up", "sdk-carry"};
+static const okpu_round_mode modes[] = {OKPU_ROUND_HALF_EVEN, OKPU_ROUND_HALF_UP, OKPU_ROUND_SDK_CARRY,
+                                        OKPU_ROUND_NNCASE1};
+static const char *const mode_names[] = {"half-even", "half-up", "sdk-carry", "nncase1"};
+#define MODE_COUNT (sizeof modes / sizeof modes[0])
 
 /* ---- the independent formulation ---- */
 
@@ -53,6 +55,15 @@ static i128 ref_round(i128 v, unsigned s, okpu_round_mode mode)
         return 2 * r >= d ? q + 1 : q;
     case OKPU_ROUND_SDK_CARRY:
         return 2 * r >= d ? (v >= 0 ? q + 1 : q - 1) : q;
+    case OKPU_ROUND_NNCASE1: {
+        /* kmodel-v5.md 4.3 as written: f = the low s bits, h = 2^(s-1), the step is the sign of v */
+        const i128 sign = v < 0 ? -1 : 1, h = d / 2;
+        if (r < h)
+            return q;
+        if (r > h)
+            return q + sign;
+        return (q & 1) != 0 ? q + sign : q;
+    }
     default:
         return 2 * r > d || (2 * r == d && (q & 1) != 0) ? q + 1 : q;
     }
@@ -140,7 +151,7 @@ static void check_shifts(int64_t v)
         i128 f = ref_floor(v, s);
         CHECK(okpu_asr64(v, s) == f, "asr64(%lld, %u) = %lld, expected %lld", (long long)v, s,
               (long long)okpu_asr64(v, s), (long long)lld(f));
-        for (m = 0; m < 3; m++) {
+        for (m = 0; m < MODE_COUNT; m++) {
             i128 r = ref_round(v, s, modes[m]);
             int64_t got = okpu_round_shift(v, s, modes[m]);
             CHECK(got == r, "round_shift(%lld, %u, %s) = %lld, expected %lld", (long long)v, s, mode_names[m],
@@ -154,7 +165,7 @@ static void check_mul_shift(int64_t v, int64_t mul)
     unsigned i, m;
     for (i = 0; i < SHIFT_COUNT; i++) {
         unsigned s = shift_at(i);
-        for (m = 0; m < 3; m++) {
+        for (m = 0; m < MODE_COUNT; m++) {
             i128 r = ref_mul_shift(v, mul, s, modes[m]);
             int64_t got = okpu_mul_shift(v, mul, s, modes[m]);
             CHECK(got == r, "mul_shift(%lld, %lld, %u, %s) = %lld, expected %lld", (long long)v, (long long)mul, s,
@@ -184,6 +195,8 @@ static void test_against_definitions(void)
     for (i = 0; i < edge_count; i += 3)
         for (j = 0; j < edge_count; j += 5)
             check_mul_shift(edges[i], edges[j]);
+    for (n = -20000; n <= 20000; n++) /* every small value: all remainders of the small shifts */
+        check_shifts(n);
     for (n = 0; n < 20000; n++) {
         int64_t a = rnd_value(), b = rnd_value();
         check_shifts(a);
@@ -202,6 +215,26 @@ static void test_against_definitions(void)
           "half even 2.5 -> 2, 3.5 -> 4, -2.5 -> -2");
     CHECK(okpu_round_shift(5, 1, OKPU_ROUND_HALF_UP) == 3 && okpu_round_shift(-5, 1, OKPU_ROUND_HALF_UP) == -2,
           "half up 2.5 -> 3, -2.5 -> -2");
+    /* nncase1: positives as half-even; negatives step down (kmodel-v5.md 4.3: -1.25 -> -3, -0.5 -> -2) */
+    CHECK(okpu_round_shift(-5, 2, OKPU_ROUND_NNCASE1) == -3 && okpu_round_shift(-2, 2, OKPU_ROUND_NNCASE1) == -2 &&
+              okpu_round_shift(-1, 2, OKPU_ROUND_NNCASE1) == -2 && okpu_round_shift(-6, 2, OKPU_ROUND_NNCASE1) == -2 &&
+              okpu_round_shift(-4, 2, OKPU_ROUND_NNCASE1) == -1 && okpu_round_shift(-3, 1, OKPU_ROUND_NNCASE1) == -2 &&
+              okpu_round_shift(-1, 1, OKPU_ROUND_NNCASE1) == -2,
+          "nncase1 -5>>2 = -3, -2>>2 = -2, -1>>2 = -2, -6>>2 = -2, -4>>2 = -1, -3>>1 = -2, -1>>1 = -2");
+    CHECK(okpu_round_shift(5, 2, OKPU_ROUND_NNCASE1) == 1 && okpu_round_shift(6, 2, OKPU_ROUND_NNCASE1) == 2 &&
+              okpu_round_shift(2, 2, OKPU_ROUND_NNCASE1) == 0 && okpu_round_shift(7, 0, OKPU_ROUND_NNCASE1) == 7 &&
+              okpu_round_shift(-7, 0, OKPU_ROUND_NNCASE1) == -7,
+          "nncase1 5>>2 = 1, 6>>2 = 2, 2>>2 = 0, shift 0 = v");
+    CHECK(okpu_round_shift(-1, 63, OKPU_ROUND_NNCASE1) == -2 &&
+              okpu_round_shift(-((int64_t)1 << 62), 63, OKPU_ROUND_NNCASE1) == -2 &&
+              okpu_round_shift(-((int64_t)1 << 62) - 1, 63, OKPU_ROUND_NNCASE1) == -1 &&
+              okpu_round_shift(INT64_MIN, 63, OKPU_ROUND_NNCASE1) == -1 &&
+              okpu_round_shift(INT64_MAX, 63, OKPU_ROUND_NNCASE1) == 1 &&
+              okpu_round_shift((int64_t)1 << 62, 63, OKPU_ROUND_NNCASE1) == 0 &&
+              okpu_round_shift(INT64_MIN, 64, OKPU_ROUND_NNCASE1) == -2 &&
+              okpu_round_shift(-1, 255, OKPU_ROUND_NNCASE1) == -2 &&
+              okpu_round_shift(INT64_MAX, 255, OKPU_ROUND_NNCASE1) == 0,
+          "nncase1 at shift 63 and beyond");
     CHECK(okpu_round_shift(INT64_MAX, 63, OKPU_ROUND_HALF_UP) == 1 &&
               okpu_mul_shift(INT64_MAX, 1, 63, OKPU_ROUND_HALF_UP) == -1,
           "2^63-1 >> 63: exact half up 1, the wrapping register -1");
@@ -209,7 +242,7 @@ static void test_against_definitions(void)
               okpu_round_shift(INT64_MIN, 255, OKPU_ROUND_SDK_CARRY) == -2 &&
               okpu_round_shift(INT64_MIN, 255, OKPU_ROUND_HALF_EVEN) == 0 && okpu_asr64(INT64_MIN, 255) == -1,
           "beyond the range");
-    printf("definitions: %lu edge values and 20000 random ones, shifts 0..%u and %u beyond, %s\n",
+    printf("definitions: %lu edge values, -20000..20000 and 20000 random ones, shifts 0..%u and %u beyond, %s\n",
            (unsigned long)edge_count, OKPU_SHIFT_MAX, (unsigned)(sizeof beyond / sizeof beyond[0]),
            failed == before ? "all equal" : "MISMATCHES");
 }
@@ -372,7 +405,7 @@ static void test_same_as_before(void)
         check_old(rnd_value(), rnd_value());
     /* round.c rounded a shift of 63 as 62 (the v3 reader accepts 63): now 63 means 63. 1.25 * 2^61 / 2^63 = 0.3125
      * rounds to 0; the old code gave 1 (0.625 rounded). */
-    for (m = 0; m < 3; m++) {
+    for (m = 0; m < (int)MODE_COUNT; m++) {
         const int64_t v = (int64_t)5 << 59;
         CHECK(okpu_round_shift(v, 63, modes[m]) == 0 && okpu_mul_shift(v, 1, 63, modes[m]) == 0 &&
                   old_round_c_round_shift(v, 63, modes[m]) == 1,
