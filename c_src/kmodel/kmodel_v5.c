@@ -33,7 +33,7 @@ const char *okpu_v5_dtype_name(uint32_t dt)
 /* (okpu_v5_fail): not expanded by the terse macro; terse builds never call it. */
 int(okpu_v5_fail)(const v5_cx *cx, int code, long where, const char *fmt, ...)
 {
-    char msg[400];
+    char msg[sizeof(((okpu_error *)0)->message)];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -28,19 +28,30 @@ static const char *const group_names[G_COUNT] = {"1.0.0-beta1 .. 1.0.0-rc1", "1.
 #define NA (-1)
 #define ND(x) (0x100 | (x))
 enum {
-#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6) TF_##id,
+#define V5_TF(id, bytes, pops, pads, old_bytes, old_until, run, g0, g1, g2, g3, g4, g5, g6) TF_##id,
 #include "v5_tensor_funcs.def"
 #undef V5_TF
     TF_COUNT
 };
+
+/* A tensor function's decoder: the instruction at p (its 5E + u16 prefix included, `bytes` long) with its operands on
+ * the symbolic stack becomes plan steps. Every one is listed in v5_tensor_funcs.def. */
+typedef struct sv sv;
+typedef int tf_run(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes);
+#define V5_TF(id, bytes, pops, pads, old_bytes, old_until, run, g0, g1, g2, g3, g4, g5, g6) static tf_run run;
+#include "v5_tensor_funcs.def"
+#undef V5_TF
+
 typedef struct tf_desc {
     const char *name;
     int bytes, pops, pads;
+    int old_bytes, old_until; /* the layout before group old_until (section 7.3) */
+    tf_run *run;
     int ids[7];
 } tf_desc;
 static const tf_desc tfs[TF_COUNT] = {
-#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6)                                               \
-    {name, bytes, pops, pads, {g0, g1, g2, g3, g4, g5, g6}},
+#define V5_TF(id, bytes, pops, pads, old_bytes, old_until, run, g0, g1, g2, g3, g4, g5, g6)                         \
+    {#id, bytes, pops, pads, old_bytes, old_until, run, {g0, g1, g2, g3, g4, g5, g6}},
 #include "v5_tensor_funcs.def"
 #undef V5_TF
 };
@@ -90,15 +101,7 @@ static int find_tf(int group, uint32_t id, int *decoder)
 /* Instruction bytes (with the 5E + u16 prefix) of function t in group: the layouts that changed (section 7.3). */
 static int tf_bytes(int t, int group)
 {
-    if (t == TF_BINARY && group < G_140)
-        return 18;
-    if (t == TF_MATMUL && group == G_130)
-        return 13;
-    if (t == TF_SIGMOID && group == G_120)
-        return 6;
-    if (t == TF_REDUCE_PROD && group < G_160)
-        return 8;
-    return tfs[t].bytes;
+    return tfs[t].old_bytes && group < tfs[t].old_until ? tfs[t].old_bytes : tfs[t].bytes;
 }
 
 static uint32_t padding_values(int group)
@@ -225,7 +228,7 @@ typedef struct sv_pads {
     int32_t before[SV_REG_RANK], after[SV_REG_RANK], interior[SV_REG_RANK];
 } sv_pads;
 
-typedef struct sv {
+struct sv {
     v5_cx *cx;
     uint32_t mi;
     long at;          /* file offset of the instruction */
@@ -234,7 +237,7 @@ typedef struct sv {
     sv_entry stack[SV_STACK_MAX];
     sv_shape shapes[SV_REGS];
     sv_pads pads[SV_REGS];
-} sv;
+};
 
 static int sfail(const sv *s, const char *what)
 {
@@ -532,7 +535,7 @@ static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out, value;
     const uint32_t dt = p[3];
@@ -542,6 +545,7 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     uint8_t vbytes[4] = {0, 0, 0, 0};
     void *args;
     int rc;
+    (void)t;
     esize = dt_checked(s, dt, &rc);
     TRYS(rc);
     if (p[8] != 0 || esize > 4) {
@@ -626,7 +630,7 @@ static int pop_padding(sv *s, int32_t *before, int32_t *after)
     return OKPU_OK;
 }
 
-static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_conv2d(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, w, b, out;
     int32_t pt, pb, pl, pr;
@@ -639,6 +643,7 @@ static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     const sv_shape *bst = NULL;
     uint32_t bshape[1];
     void *args;
+    (void)t;
     if (p[3] != OKPU_V5_DT_F32)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm CONV2D at byte %ld on %s; this runtime convolves f32 on the CPU", s->at,
@@ -707,7 +712,7 @@ static int need_f32(sv *s, uint32_t dt)
                    s->name, s->at, okpu_v5_dtype_name(dt));
 }
 
-static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_window(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, init, out;
     int32_t pt, pb, pl, pr;
@@ -718,6 +723,7 @@ static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
                    sh = (uint16_t)(p[12] | (p[13] << 8)), sw = (uint16_t)(p[14] | (p[15] << 8)),
                    dh = (uint16_t)(p[16] | (p[17] << 8)), dw = (uint16_t)(p[18] | (p[19] << 8));
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     if (op > 3u)
         return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
@@ -761,7 +767,7 @@ static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_reduce(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out, init;
     uint32_t rank, shape[OKPU_V5_MAX_RANK], kshape[OKPU_V5_MAX_RANK], orank = 0, k;
@@ -770,6 +776,7 @@ static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     const sv_shape *axes = NULL;
     const uint32_t op = p[7], keep = p[9];
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     if (op > 3u)
         return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
@@ -823,13 +830,14 @@ static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_softmax(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_softmax(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out;
     uint32_t rank, shape[OKPU_V5_MAX_RANK], outer[OKPU_V5_MAX_RANK], k, axis;
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
     const int32_t ax = okpu_rd_i32(p + 7);
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     TRYS(pop(s, E_ADDR, &out, "output address"));
     TRYS(pop(s, E_ADDR, &in, "input address"));
@@ -858,7 +866,7 @@ static int t_softmax(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_binary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry a_, b_, out;
     const int has_dest_shape = bytes == 19u; /* the 1.4.0+ layout (section 7.3) */
@@ -869,6 +877,7 @@ static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     int64_t ta[OKPU_V5_MAX_RANK], tb[OKPU_V5_MAX_RANK], to[OKPU_V5_MAX_RANK];
     int64_t xa[OKPU_V5_MAX_RANK], xb[OKPU_V5_MAX_RANK];
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     if (op > 5u) {
         char msg[120];
@@ -922,13 +931,14 @@ static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_lut(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, table, out, lo, hi;
     uint32_t rank, shape[OKPU_V5_MAX_RANK], tshape[1] = {256};
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], ts[1] = {1};
     const uint32_t len = (uint32_t)(p[7] | (p[8] << 8));
     void *args;
+    (void)t;
     if (p[3] != OKPU_V5_DT_U8 || len != 256u)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm LUT1D at byte %ld on %s with a %lu-entry table; this runtime (like nncase) looks up "
@@ -957,13 +967,14 @@ static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_resize(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out, oh, ow;
     const uint32_t dt = p[3];
     uint32_t rank, shape[OKPU_V5_MAX_RANK], oshape[4], k;
     int64_t is[OKPU_V5_MAX_RANK], os[4];
     void *args;
+    (void)t;
     if ((dt != OKPU_V5_DT_F32 && dt != OKPU_V5_DT_U8) || p[9] > 1u)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm RESIZE_IMAGE at byte %ld: %s, mode %u; this runtime resizes f32 and u8, bilinear (0) "
@@ -1001,7 +1012,7 @@ static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_matmul(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry a_, b_, bias, out;
     const int full = bytes == 17u; /* 1.4.0+: with stride and output registers (section 7.3) */
@@ -1010,6 +1021,7 @@ static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     int64_t unit[1] = {1};
     const uint8_t *clamp = p + (full ? 9 : 5);
     void *args;
+    (void)t;
     TRYS(pop(s, E_ADDR, &out, "output address"));
     TRYS(pop(s, E_ADDR, &bias, "bias address"));
     TRYS(pop(s, E_ADDR, &b_, "second input address"));
@@ -1070,13 +1082,14 @@ static int convertible(uint32_t dt)
            dt == OKPU_V5_DT_F32;
 }
 
-static int t_convert(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_convert(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out;
     const uint32_t in_dt = p[3], out_dt = p[4];
     uint32_t rank, shape[OKPU_V5_MAX_RANK];
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
     void *args;
+    (void)t;
     if (!convertible(in_dt) || !convertible(out_dt))
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm CONVERT at byte %ld from %s to %s; this runtime converts between i8, i16, i32, u8, "
@@ -1101,13 +1114,14 @@ static int t_convert(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_call(sv *s, const uint8_t *p)
+static int t_call(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     const uint32_t fid = okpu_rd_u32(p + 3), mid = (uint32_t)(p[7] | (p[8] << 8)), nsrc = p[9], ndst = p[10];
     const v5_file *f = s->cx->f;
     v5_addr bound[2 * V5_MAX_IO];
     const v5_func *callee;
     uint32_t k;
+    (void)t, (void)id, (void)bytes;
     if (mid >= f->nmodules || f->mod[mid].kind != V5_MOD_K210 || fid >= f->mod[mid].nfuncs)
         return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                        "stackvm CALL at byte %ld calls module %lu function %lu: expected a function of a k210 module "
@@ -1157,50 +1171,36 @@ static int t_call(sv *s, const uint8_t *p)
     return okpu_v5_k210_call(s->cx, mid, fid, bound, s->at);
 }
 
+/* The functions this runtime decodes, from the table: "BINARY, CALL, ..." */
+static void supported_list(char *buf, size_t size)
+{
+    size_t n = 0;
+    int t;
+    buf[0] = 0;
+    for (t = 0; t < TF_COUNT && n < size; t++)
+        if (tfs[t].run != t_refuse)
+            n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "", tfs[t].name);
+}
+
+static int t_refuse(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    char list[300];
+    (void)t, (void)p, (void)bytes;
+    supported_list(list, sizeof list);
+    return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
+                        "stackvm TENSOR at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is not "
+                        "supported by this openkpu; it runs %s; recompile the model without it, or with nncase v0.2 "
+                        "(kmodel v4)",
+                        s->at, s->name, (unsigned long)id, group_names[s->cx->group], list);
+}
+
 static int tensor(sv *s, const uint8_t *p, uint32_t len)
 {
     const uint32_t id = (uint32_t)(p[1] | (p[2] << 8));
     int decoder, t = find_tf(s->cx->group, id, &decoder);
-    s->name = t >= 0 ? tfs[t].name : "TENSOR";
-    switch (t) {
-    case TF_CALL:
-        return t_call(s, p);
-    case TF_COPY:
-    case TF_SLICE:
-    case TF_TRANSPOSE:
-        return t_copy_like(s, t, p, id, len);
-    case TF_QUANTIZE:
-    case TF_DEQUANTIZE:
-        return t_quant(s, t, p, id, len);
-    case TF_PAD:
-        return t_pad(s, p, id, len);
-    case TF_CONV2D:
-        return t_conv2d(s, p, id, len);
-    case TF_REDUCE_WINDOW2D:
-        return t_window(s, p, id, len);
-    case TF_REDUCE:
-        return t_reduce(s, p, id, len);
-    case TF_SOFTMAX:
-        return t_softmax(s, p, id, len);
-    case TF_BINARY:
-        return t_binary(s, p, id, len);
-    case TF_LUT1D:
-        return t_lut(s, p, id, len);
-    case TF_RESIZE_IMAGE:
-        return t_resize(s, p, id, len);
-    case TF_MATMUL:
-        return t_matmul(s, p, id, len);
-    case TF_CONVERT:
-        return t_convert(s, p, id, len);
-    default:
-        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
-                       "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
-                       "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
-                       "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
-                       "LUT1D, RESIZE_IMAGE, CONVERT and float CONV2D, BINARY, MATMUL, REDUCE, REDUCE_WINDOW2D, "
-                       "SOFTMAX; recompile the model with nncase v0.2 (kmodel v4) to run it here",
-                       s->at, s->name, (unsigned long)id, group_names[s->cx->group]);
-    }
+    /* okpu_v5_stackvm_detect accepted every id under this group */
+    s->name = tfs[t].name;
+    return tfs[t].run(s, t, p, id, len);
 }
 
 int okpu_v5_stackvm_run(v5_cx *cx, uint32_t mi, uint32_t fi)
