@@ -6,7 +6,8 @@
  * The same small API is meant to be re-implemented as a MicroPython native module, so it stays plain:
  *
  *   m = _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
- *                  max_work=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass)
+ *                  max_work=None, nncase=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass;
+ *                  nncase: kmodel v5's compiler release, "1.9.0" ...; None: detected from the file)
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
  *   _kpu.status_name(code); _kpu.error_text(what, code, message)
@@ -27,6 +28,7 @@
 #include <stdio.h>
 
 #include "okpu.h"
+#include "kmodel/kmodel_v5_release.h"
 
 typedef struct {
     PyObject_HEAD
@@ -213,8 +215,9 @@ static int check_enum(const char *name, int value, int max)
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"data", "conv_offset", "act_round", "v3_quant_round", "v4_quant_round", "mean_border",
-                             "max_work", NULL};
+                             "max_work", "nncase", NULL};
     PyObject *data, *max_work = Py_None;
+    const char *nncase = NULL; /* kmodel v5: the nncase release (None: detect) */
     okpu_options opts;
     int conv_offset, act_round, v3_round, v4_round, mean_border;
     ModelObject *self;
@@ -226,8 +229,8 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     v3_round = (int)opts.v3_quant_round;
     v4_round = (int)opts.v4_quant_round;
     mean_border = (int)opts.mean_border;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iiiiiO:Model", kwlist, &data, &conv_offset, &act_round,
-                                     &v3_round, &v4_round, &mean_border, &max_work))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iiiiiOz:Model", kwlist, &data, &conv_offset, &act_round,
+                                     &v3_round, &v4_round, &mean_border, &max_work, &nncase))
         return NULL;
     if (max_work != Py_None) {
         unsigned long long mw = PyLong_Check(max_work) ? PyLong_AsUnsignedLongLong(max_work) : 0;
@@ -256,6 +259,10 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     opts.v3_quant_round = (okpu_round_mode)v3_round;
     opts.v4_quant_round = (okpu_round_mode)v4_round;
     opts.mean_border = (okpu_mean_border_mode)mean_border;
+    if (nncase && (opts.v5_release = okpu_v5_release_parse(nncase)) < 0)
+        return okpu_py_raise_fmt(PyExc_ValueError, "load", OKPU_ERR_PARAM,
+                                 "nncase='%s' is not an nncase 1.x release; expected one of %s, or None to detect it "
+                                 "from the file", nncase, okpu_v5_release_names);
 
     self = (ModelObject *)type->tp_alloc(type, 0);
     if (!self)
@@ -569,7 +576,8 @@ static PyTypeObject ModelType = {
     .tp_basicsize = sizeof(ModelObject),
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None)\n\n"
+    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None, "
+              "nncase=None)\n\n"
               "A loaded kmodel (v3/v4). `data` is any bytes-like object; it is referenced, not copied.",
     .tp_methods = Model_methods,
     .tp_new = Model_new,

@@ -18,9 +18,12 @@
 #include "../core/bytes.h"
 #include "../core/checked.h"
 #include "kmodel_v5.h"
+#include "kmodel_v5_release.h"
 
 /* release groups, oldest first (the columns of v5_tensor_funcs.def; 1.3 and 1.4-1.5 share ids, not layouts) */
 enum { G_BETA, G_100, G_TCU, G_110, G_120, G_130, G_140, G_160, G_COUNT };
+/* the option's values are these groups + 1 (kmodel_v5_release.h) */
+typedef char okpu_v5_groups_match_release_enum[(int)G_COUNT == (int)OKPU_V5_RELEASES ? 1 : -1];
 static const char *const group_names[G_COUNT] = {"1.0.0-beta1 .. 1.0.0-rc1", "1.0.0",         "1.0.0-tcu_num",
                                                  "1.1.0",                    "1.2.0",         "1.3.0-rc1 .. 1.3.x",
                                                  "1.4.0 .. 1.5.0",           "1.6.0 .. 1.9.0"};
@@ -175,35 +178,116 @@ static int trial(const uint8_t *code, uint32_t size, int group, char *why, size_
     return 1;
 }
 
-int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t mi)
+/* Trial-decode every function of module mi under group g; 0 and the first failure when one fails. */
+static int decodes(const v5_cx *cx, uint32_t mi, int g, char *why, size_t why_len, uint32_t *at, long *fn_index)
 {
     const v5_module *mod = &cx->f->mod[mi];
-    char why[160], first_why[160];
-    uint32_t where = 0, first_where = 0, fi;
-    long first_fn = 0;
-    int g;
-    first_why[0] = 0;
-    for (g = G_COUNT - 1; g >= 0; g--) { /* the newest group that decodes everything (section 9.4) */
-        int ok = 1;
-        for (fi = 0; fi < mod->nfuncs && ok; fi++) {
-            const v5_func *fn = &mod->funcs[fi];
-            ok = trial(cx->m->data + mod->text_off + fn->entry, fn->text_size, g, why, sizeof why, &where);
-            if (!ok && g == G_COUNT - 1) {
-                memcpy(first_why, why, sizeof why);
-                first_where = where + (uint32_t)mod->text_off + fn->entry;
-                first_fn = (long)fi;
-            }
+    uint32_t fi, where = 0;
+    for (fi = 0; fi < mod->nfuncs; fi++) {
+        const v5_func *fn = &mod->funcs[fi];
+        if (!trial(cx->m->data + mod->text_off + fn->entry, fn->text_size, g, why, why_len, &where)) {
+            *at = where + (uint32_t)mod->text_off + fn->entry;
+            *fn_index = (long)fi;
+            return 0;
         }
-        if (ok) {
+    }
+    return 1;
+}
+
+int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t mi)
+{
+    const int chosen = cx->m->opts.v5_release;
+    char why[160], others[200];
+    uint32_t where = 0;
+    long fn_index = 0;
+    size_t n = 0;
+    int g;
+    if (chosen < 0 || chosen > G_COUNT)
+        return okpu_fail(cx->err, OKPU_ERR_PARAM, -1, -1,
+                         "option v5_release = %d: expected 0 (detect the nncase release from the file) or 1 .. %d "
+                         "(a release group, kmodel_v5_release.h)",
+                         chosen, G_COUNT);
+    if (chosen) { /* the user's group, or a refusal that names the groups that would decode it */
+        if (decodes(cx, mi, chosen - 1, why, sizeof why, &where, &fn_index)) {
+            cx->group = chosen - 1;
+            return OKPU_OK;
+        }
+        others[0] = 0;
+        for (g = G_COUNT - 1; g >= 0; g--) {
+            char w2[160];
+            uint32_t at2;
+            long f2;
+            if (g != chosen - 1 && n < sizeof others && decodes(cx, mi, g, w2, sizeof w2, &at2, &f2))
+                n += (size_t)snprintf(others + n, sizeof others - n, "%s%s", n ? ", " : "", group_names[g]);
+        }
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)where,
+                            "stackvm code does not decode with nncase %s's tensor functions, the release the "
+                            "v5_release option (nncase=) selects: function %ld fails at byte %lu: %s. Releases whose "
+                            "numbering decodes it: %s; load it without the option to detect the release",
+                            group_names[chosen - 1], fn_index, (unsigned long)where, why, n ? others : "none");
+    }
+    for (g = G_COUNT - 1; g >= 0; g--) { /* the newest group that decodes everything (section 9.4) */
+        char w2[160];
+        uint32_t at2;
+        long f2;
+        if (decodes(cx, mi, g, g == G_COUNT - 1 ? why : w2, sizeof why, g == G_COUNT - 1 ? &where : &at2,
+                    g == G_COUNT - 1 ? &fn_index : &f2)) {
             cx->group = g;
             return OKPU_OK;
         }
     }
-    return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)first_where,
+    return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)where,
                    "stackvm code: no nncase 1.x release's tensor-function table decodes it (checked 1.0.0-beta1 .. "
                    "1.9.0); with 1.6.0 .. 1.9.0's, function %ld fails at byte %lu: %s. The file is corrupt or from an "
                    "unreleased nncase; recompile it with a released nncase 1.x (or nncase v0.2 for kmodel v4)",
-                   first_fn, (unsigned long)first_where, first_why);
+                   fn_index, (unsigned long)where, why);
+}
+
+/* ---- release names (kmodel_v5_release.h) ---- */
+
+const char okpu_v5_release_names[] = "1.0.0-beta1, 1.0.0-beta2, 1.0.0-rc1, 1.0.0, 1.0.0-tcu_num, 1.1.0, 1.2.0, "
+                                     "1.3.0-rc1, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0, 1.7.1, 1.7.2, 1.8.0, 1.9.0 (1.X "
+                                     "for 1.X.0; a PyPI version such as 1.9.0.20230322)";
+
+int okpu_v5_release_parse(const char *name)
+{
+    static const struct {
+        const char *tag;
+        int group;
+    } tags[] = {{"1.0.0-beta1", G_BETA}, {"1.0.0-beta2", G_BETA}, {"1.0.0-rc1", G_BETA}, {"1.0.0", G_100},
+                {"1.0.0-tcu_num", G_TCU}, {"1.1.0", G_110},       {"1.2.0", G_120},      {"1.3.0-rc1", G_130},
+                {"1.3.0", G_130},         {"1.4.0", G_140},       {"1.5.0", G_140},      {"1.6.0", G_160},
+                {"1.7.0", G_160},         {"1.7.1", G_160},       {"1.7.2", G_160},      {"1.8.0", G_160},
+                {"1.9.0", G_160}};
+    size_t k, len;
+    if (!name)
+        return -1;
+    if (strcmp(name, "detect") == 0)
+        return OKPU_V5_RELEASE_DETECT;
+    if (name[0] == 'v')
+        name++;
+    len = strlen(name);
+    for (k = 0; k < sizeof tags / sizeof tags[0]; k++) {
+        const char *t = tags[k].tag;
+        const size_t tl = strlen(t);
+        if (strcmp(name, t) == 0)
+            return tags[k].group + 1;
+        /* "1.9" for 1.9.0 */
+        if (tl == 5 && len == 3 && strncmp(name, t, 3) == 0)
+            return tags[k].group + 1;
+        /* PyPI's "1.9.0.20230322": the tag, a dot, digits */
+        if (len > tl + 1 && strncmp(name, t, tl) == 0 && name[tl] == '.' &&
+            strspn(name + tl + 1, "0123456789") == len - tl - 1)
+            return tags[k].group + 1;
+    }
+    return -1;
+}
+
+const char *okpu_v5_release_name(int release)
+{
+    if (release == OKPU_V5_RELEASE_DETECT)
+        return "detect";
+    return release >= 1 && release <= G_COUNT ? group_names[release - 1] : "?";
 }
 
 /* ---- the symbolic run ---- */
