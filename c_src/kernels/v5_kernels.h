@@ -21,6 +21,8 @@ void okpu_v5_k_resize(const okpu_v5_resize_args *a);
 void okpu_v5_k_matmul(const okpu_v5_matmul_args *a);
 void okpu_v5_k_convert(const okpu_v5_convert_args *a);
 void okpu_v5_k_lut(const okpu_v5_lut_args *a);
+void okpu_v5_k_unary(const okpu_v5_unary_args *a);
+void okpu_v5_k_arg(const okpu_v5_arg_args *a);
 
 /* Round half to even, as nearbyintf in the default rounding mode (for |x| < 2^23; larger values are integers). */
 float okpu_v5_round_even(float x);

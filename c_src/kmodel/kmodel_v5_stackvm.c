@@ -632,10 +632,10 @@ static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     (void)t;
     esize = dt_checked(s, dt, &rc);
     TRYS(rc);
-    if (p[8] != 0 || esize > 4) {
-        char msg[120];
-        snprintf(msg, sizeof msg, "pad mode %u on %s; this runtime pads in constant mode (0) with elements of up to 4 "
-                 "bytes", p[8], okpu_v5_dtype_name(dt));
+    if (p[8] > 3u || esize > 4) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "pad mode %u on %s; this runtime pads in modes 0 .. 3 (constant, reflect, symmetric, "
+                 "edge) with elements of up to 4 bytes", p[8], okpu_v5_dtype_name(dt));
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
     }
     TRYS(pop(s, 0, &value, "pad value"));
@@ -675,6 +675,18 @@ static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         if (n < 0 || n > 0x7FFFFFFF)
             return sfail(s, "its paddings give a negative or huge dimension");
         oshape[k] = (uint32_t)n;
+        /* reflect / symmetric / edge read one mirror image of the input: at most n - 1 / n / any elements past an
+         * edge, of a non-empty dimension */
+        if (p[8] != 0 && (pads->before[k] > 0 || pads->after[k] > 0) &&
+            (shape[k] == 0 || (p[8] != 3 && ((int64_t)pads->before[k] > (int64_t)shape[k] - (p[8] == 1) ||
+                                              (int64_t)pads->after[k] > (int64_t)shape[k] - (p[8] == 1))))) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "its %s padding of axis %lu (%ld before, %ld after) on a dimension of %lu; "
+                     "expected at most %s elements on each side", p[8] == 1 ? "reflect" : p[8] == 2 ? "symmetric" :
+                     "edge", (unsigned long)k, (long)pads->before[k], (long)pads->after[k], (unsigned long)shape[k],
+                     p[8] == 1 ? "dimension - 1" : p[8] == 2 ? "dimension" : "any number of (dimension >= 1)");
+            return sfail(s, msg);
+        }
     }
     TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
     TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
@@ -693,6 +705,7 @@ static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
             a->before[k] = pads->before[k];
         }
         memcpy(a->value, vbytes, 4);
+        a->mode = p[8];
     }
     describe(s, &out.a, dt, rank, oshape, count_elems(rank, oshape));
     return OKPU_OK;
@@ -1253,6 +1266,144 @@ static int t_call(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
                        okpu_v5_dtype_name(io->r.dt), (unsigned long)io->rank, redo);
     }
     return okpu_v5_k210_call(s->cx, mid, fid, bound, s->at);
+}
+
+/* UNARY and SIGMOID: one f32 function per element. */
+static int t_unary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    /* nncase 1.1.0 inserted sign at 11 (section 7.4): older numbers from 11 on move up by one */
+    static const uint8_t old_ops[6] = {OKPU_V5_UN_SIN, OKPU_V5_UN_SQRT, OKPU_V5_UN_SQUARE, OKPU_V5_UN_TANH, 16, 17};
+    sv_entry in, out;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], op = OKPU_V5_UN_SIGMOID;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (t == TF_SIGMOID && bytes != 7u)
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                            "stackvm SIGMOID at byte %ld in nncase 1.2.0's layout (no output strides); this runtime "
+                            "runs SIGMOID as written by nncase 1.3.0 and later - recompile the model with them",
+                            s->at);
+    if (t == TF_UNARY) {
+        op = p[7];
+        if (s->cx->group < G_110 && op >= 11u)
+            op = op - 11u < 6u ? old_ops[op - 11u] : 99u;
+        if (op > OKPU_V5_UN_TANH && op != OKPU_V5_UN_ERF)
+            return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                                "stackvm UNARY at byte %ld: unary_op %u (nncase %s's numbering) on f32; this runtime "
+                                "computes abs, acos, asin, ceil, cos, exp, floor, log, neg, round, rsqrt, sign, sin, "
+                                "sqrt, square, tanh and erf (not the bitwise / logical not of integer tensors)",
+                                s->at, p[7], group_names[s->cx->group]);
+    }
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_UNARY, id, bytes, &args));
+    if (args) {
+        okpu_v5_unary_args *a = (okpu_v5_unary_args *)args;
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->op = op;
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, shape, okpu_sat_mul(count_elems(rank, shape), 4));
+    return OKPU_OK;
+}
+
+/* BROADCAST: numpy broadcasting of the input to rshape_dest (aligned on the last axis): a copy reading the
+ * broadcast axes with stride 0. */
+static int t_broadcast(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    uint32_t dt = p[3], esize, rank, orank, shape[OKPU_V5_MAX_RANK], oshape[OKPU_V5_MAX_RANK], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], bis[OKPU_V5_MAX_RANK];
+    void *args;
+    int rc;
+    (void)t;
+    esize = dt_checked(s, dt, &rc);
+    TRYS(rc);
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(dims_of(s, p[6], &orank, oshape, "rshape_dest"));
+    TRYS(strides_of(s, p[7], orank, os, "rstride_dest"));
+    if (orank < rank)
+        return sfail(s, "its output has fewer dimensions than its input");
+    for (k = 0; k < orank; k++) {
+        const uint32_t d = k + rank >= orank ? shape[k + rank - orank] : 1u;
+        if (d != oshape[k] && d != 1u)
+            return sfail(s, "its input shape does not broadcast to its output shape");
+        bis[k] = d == 1u ? 0 : is[k + rank - orank];
+    }
+    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
+    if (args) {
+        okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->esize = esize;
+        fill_nd(&a->nd, orank, oshape, bis, os);
+    }
+    describe(s, &out.a, dt, orank, oshape, count_elems(orank, oshape));
+    return OKPU_OK;
+}
+
+/* REDUCE_ARG: argmin / argmax of f32 along one axis, as i32 or i64. */
+static int t_reduce_arg(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    const uint32_t odt = p[6], op = p[8], keep = p[10];
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], outer[OKPU_V5_MAX_RANK], axis, k, r;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], kos[OKPU_V5_MAX_RANK];
+    const sv_shape *axes = NULL;
+    void *args;
+    (void)t;
+    TRYS(need_f32(s, p[3]));
+    if ((odt != 2u && odt != 3u) || op > 1u) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "reduce_arg_op %lu with a %s output (expected 0 argmin or 1 argmax, i32 or i64)",
+                 (unsigned long)op, okpu_v5_dtype_name(odt));
+        return sfail(s, msg);
+    }
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(reg_shape(s, p[9], &axes, "rshape_axis"));
+    if (axes->rank != 1u)
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                            "stackvm REDUCE_ARG at byte %ld over %lu axes; this runtime reduces over one axis (what "
+                            "nncase's ArgMax / ArgMin import gives)",
+                            s->at, (unsigned long)axes->rank);
+    axis = (uint32_t)axes->v[0];
+    if (axis >= rank || shape[axis] == 0u)
+        return sfail(s, "its axis is not a non-empty dimension of the input");
+    TRYS(strides_of(s, p[7], keep ? rank : rank - 1u, os, "rstride_dest"));
+    for (k = 0, r = 0; k < rank; k++) { /* the output strides on the input's axes, 0 on the reduced one */
+        outer[k] = k == axis ? 1u : shape[k];
+        kos[k] = k == axis ? 0 : os[keep ? k : r++];
+    }
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, okpu_v5_dtype_size(odt), rank, outer, kos, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_ARG, id, bytes, &args));
+    if (args) {
+        okpu_v5_arg_args *a = (okpu_v5_arg_args *)args;
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->len = shape[axis];
+        a->in_step = (int32_t)is[axis];
+        a->arg_max = op == 1u;
+        a->select_last = p[11] != 0;
+        a->out_i64 = odt == 3u;
+        fill_nd(&a->nd, rank, outer, is, kos);
+    }
+    describe(s, &out.a, odt, rank, outer, count_elems(rank, shape));
+    return OKPU_OK;
 }
 
 /* The functions this runtime decodes, from the table: "BINARY, CALL, ..." */
