@@ -236,3 +236,17 @@ def test_main_buffer_budget_names_the_largest_pool():
     # the stackvm module's data mempool: model header 32 + module header 48 + the rdata descriptor 8, size at +4
     assert "2006" in msg and "at byte 92" in msg and "data pool" in msg and "header byte 20" not in msg
     assert "%d bytes" % ((7 << 20) + 8 + 8) in msg
+
+
+def test_kpu_load_takes_the_release(tmp_path):
+    kpu = pytest.importorskip("KPU")
+    path = tmp_path / "transpose_v5.kmodel"
+    path.write_bytes(transpose_file())
+    net = kpu.load(str(path), nncase="1.4.0")
+    try:
+        assert net is not None
+    finally:
+        kpu.deinit(net)
+    with pytest.raises(Exception) as e:
+        kpu.load(str(path), nncase="1.1.0")
+    assert "2002" in str(e.value) and "nncase 1.1.0" in str(e.value)
