@@ -250,3 +250,45 @@ def test_kpu_load_takes_the_release(tmp_path):
     with pytest.raises(Exception) as e:
         kpu.load(str(path), nncase="1.1.0")
     assert "2002" in str(e.value) and "nncase 1.1.0" in str(e.value)
+
+
+def gather_code(in_shape, axis, idx_shape, idx_loc, idx_off, dt):
+    out_shape = list(in_shape[:axis]) + list(idx_shape) + list(in_shape[axis + 1:])
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0), c.lea(idx_loc, idx_off)
+    c.shape(0, list(in_shape)), c.shape(1, out_shape), c.shape(2, strides(list(in_shape)))
+    c.shape(3, strides(out_shape)), c.shape(4, list(idx_shape))
+    c.tensor(0x0C, bytes([dt, 0, 1, 2, 3, 4, axis]))
+    return c.b, out_shape
+
+
+@pytest.mark.parametrize("axis, idx_shape", [(0, [2]), (1, [2, 3]), (2, [5])])
+def test_gather_matches_numpy(axis, idx_shape):
+    x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    idx = RNG.integers(0, x.shape[axis], idx_shape).astype(np.int32)
+    code, out_shape = gather_code(x.shape, axis, idx_shape, 2, 0, F32)
+    _, raw = run(v5_file(code, F32, list(x.shape), F32, out_shape, rdata=idx.tobytes()), x)
+    assert np.array_equal(out_array(raw, F32, out_shape), np.take(x, idx, axis=axis))
+
+
+def test_gather_with_indices_from_the_input_checks_them_while_running():
+    x = RNG.integers(0, 256, (6, 4), dtype=np.uint8)
+    idx = np.array([5, 0, 3], np.int32)
+    code, out_shape = gather_code(x.shape, 0, [3], 0, x.nbytes, U8)
+    data = v5_file(code, U8, [x.nbytes + idx.nbytes], U8, out_shape)
+    _, raw = run(data, np.concatenate([x.ravel(), idx.view(np.uint8)]))
+    assert np.array_equal(out_array(raw, U8, out_shape), x[idx])
+    m = _kpu.Model(data)
+    m.set_input(0, np.concatenate([x.ravel(), np.array([1, 6, 0], np.int32).view(np.uint8)]).tobytes())
+    with pytest.raises(Exception) as e:
+        m.run()
+    assert "2008" in str(e.value) and "GATHER" in str(e.value) and "index 6" in str(e.value)
+
+
+def test_gather_constant_index_out_of_range_is_refused_at_load():
+    x_shape = (3, 4)
+    code, out_shape = gather_code(x_shape, 1, [2], 2, 0, F32)
+    with pytest.raises(ValueError) as e:
+        _kpu.Model(v5_file(code, F32, list(x_shape), F32, out_shape, rdata=np.array([1, -1], np.int32).tobytes()))
+    msg = str(e.value)
+    assert "2003" in msg and "GATHER" in msg and "index 1 in .rdata is -1" in msg and "0 .. 3" in msg

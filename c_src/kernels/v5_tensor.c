@@ -495,3 +495,30 @@ void okpu_v5_k_arg(const okpu_v5_arg_args *a)
         }
     });
 }
+
+int okpu_v5_k_gather(const okpu_v5_gather_args *a, int64_t *bad)
+{
+    const size_t e = a->esize;
+    int rc = 0;
+    ND_WALK(&a->nd, {
+        int64_t src = 0, at = 0;
+        int32_t k;
+        uint32_t d;
+        (void)si_;
+        for (d = 0; d < a->idx_rank; d++) /* the indices tensor is dense */
+            at = at * a->nd.shape[a->axis + d] + idx_[a->axis + d];
+        memcpy(&k, a->indices + at * 4, 4);
+        if (k < 0 || (uint32_t)k >= a->axis_dim) {
+            *bad = k;
+            rc = -1;
+            break;
+        }
+        for (d = 0; d < a->axis; d++)
+            src += (int64_t)idx_[d] * a->in_stride[d];
+        src += (int64_t)k * a->in_stride[a->axis];
+        for (d = a->axis + 1; d < a->in_rank; d++)
+            src += (int64_t)idx_[d - 1 + a->idx_rank] * a->in_stride[d];
+        memcpy(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e);
+    });
+    return rc;
+}

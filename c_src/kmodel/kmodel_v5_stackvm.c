@@ -1406,6 +1406,74 @@ static int t_reduce_arg(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t by
     return OKPU_OK;
 }
 
+/* GATHER (i32 indices, read densely, as nncase's reference kernel): the output shape is the input's with `axis`
+ * replaced by the indices' shape. */
+static int t_gather(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, idx;
+    const uint32_t dt = p[3], axis = p[9];
+    uint32_t esize, rank, orank, irank, shape[OKPU_V5_MAX_RANK], oshape[OKPU_V5_MAX_RANK], ishape[OKPU_V5_MAX_RANK];
+    uint32_t want[OKPU_V5_MAX_RANK + OKPU_V5_MAX_RANK], k, n = 0;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], dense[1] = {1};
+    uint32_t count[1];
+    void *args;
+    int rc;
+    (void)t;
+    esize = dt_checked(s, dt, &rc);
+    TRYS(rc);
+    TRYS(pop(s, E_ADDR, &idx, "indices address"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(dims_of(s, p[5], &orank, oshape, "rshape_dest"));
+    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], orank, os, "rstride_dest"));
+    TRYS(dims_of(s, p[8], &irank, ishape, "rshape_indices"));
+    if (axis >= rank)
+        return sfail(s, "its axis is not a dimension of the input");
+    for (k = 0; k < axis; k++)
+        want[n++] = shape[k];
+    for (k = 0; k < irank; k++)
+        want[n++] = ishape[k];
+    for (k = axis + 1; k < rank; k++)
+        want[n++] = shape[k];
+    if (n != orank || memcmp(want, oshape, n * sizeof want[0]) != 0)
+        return sfail(s, "its output shape is not the input's with the axis replaced by the indices' shape");
+    if (count_elems(irank, ishape) > 0x7FFFFFFFu)
+        return sfail(s, "its indices tensor is too large");
+    count[0] = (uint32_t)count_elems(irank, ishape);
+    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
+    TRYS(view(s, &idx.a, 4, 1, count, dense, 0, "indices"));
+    if (idx.a.pool == V5_POOL_RDATA && count[0]) { /* constants: check them now */
+        const uint8_t *q = okpu_v5_ptr(s->cx, &idx.a);
+        for (k = 0; k < count[0]; k++) {
+            int32_t v;
+            memcpy(&v, q + 4u * k, 4);
+            if (v < 0 || (uint32_t)v >= shape[axis]) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "its index %lu in .rdata is %ld; expected 0 .. %ld (the input's axis %lu)",
+                         (unsigned long)k, (long)v, (long)shape[axis] - 1, (unsigned long)axis);
+                return sfail(s, msg);
+            }
+        }
+    }
+    TRYS(take_step(s, OKPU_STEP_V5_GATHER, id, bytes, &args));
+    if (args) {
+        okpu_v5_gather_args *a = (okpu_v5_gather_args *)args;
+        int64_t zero[OKPU_V5_MAX_RANK] = {0};
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->indices = okpu_v5_ptr(s->cx, &idx.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->esize = esize, a->axis = axis, a->in_rank = rank, a->idx_rank = irank, a->axis_dim = shape[axis];
+        for (k = 0; k < rank; k++)
+            a->in_stride[k] = (int32_t)is[k];
+        fill_nd(&a->nd, orank, oshape, zero, os);
+    }
+    describe(s, &out.a, dt, orank, oshape, count_elems(orank, oshape));
+    return OKPU_OK;
+}
+
 /* The functions this runtime decodes, from the table: "BINARY, CALL, ..." */
 static void supported_list(char *buf, size_t size)
 {

@@ -181,6 +181,17 @@ typedef struct okpu_v5_arg_args {
     okpu_v5_nd nd;
 } okpu_v5_arg_args;
 
+/* GATHER along `axis`: out[o..., i..., n...] = in[o..., indices[i...], n...] (indices i32, dense, each in
+ * 0 .. axis_dim - 1: checked at load when they are constants, while running otherwise). `nd` walks the output
+ * (its shape and strides; in_stride unused); in_stride holds the input's strides on its own axes. */
+typedef struct okpu_v5_gather_args {
+    const uint8_t *src, *indices;
+    uint8_t *dst;
+    uint32_t esize, axis, in_rank, idx_rank, axis_dim;
+    int32_t in_stride[OKPU_V5_MAX_RANK];
+    okpu_v5_nd nd;
+} okpu_v5_gather_args;
+
 struct okpu_run_ctx;
 int okpu_step_v5_download(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_copy(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
@@ -198,5 +209,6 @@ int okpu_step_v5_convert(const struct okpu_run_ctx *ctx, const void *args, okpu_
 int okpu_step_v5_lut(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_unary(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_arg(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_gather(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 
 #endif
