@@ -101,7 +101,7 @@ extern const okpu_format okpu_format_v5;
 
 int okpu_v5_k210_call(v5_cx *cx, uint32_t module, uint32_t function, const v5_addr *bound, long call_at);
 int okpu_v5_stackvm_run(v5_cx *cx, uint32_t module, uint32_t function);
-/* Pick the stackvm release group (section 9): 0 and cx->group set, or an error. */
+/* Pick the stackvm release group (section 9; okpu_options.v5_release when set): 0 and cx->group set, or an error. */
 int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t module);
 
 #endif

@@ -11,7 +11,9 @@
  * The file does not say which nncase release wrote it, and the tensor-function ids and a few layouts changed between
  * releases with the version field staying 5: okpu_v5_stackvm_detect trial-decodes the code with each release group's
  * table (v5_tensor_funcs.def) and keeps the groups under which every instruction is known, the code ends exactly at
- * text_size, and the stack holds exactly what each tensor function pops (section 9.3). */
+ * text_size, and the stack holds exactly what each tensor function pops (section 9.3); the newest such group wins
+ * unless okpu_options.v5_release names one (kmodel_v5_release.h). v5_tensor_funcs.def lists every function once: its
+ * ids per group, lengths and pops drive the detection, its decoder column the dispatch (t_refuse: refused by name). */
 #include <stdio.h>
 #include <string.h>
 
