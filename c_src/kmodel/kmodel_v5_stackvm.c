@@ -1289,7 +1289,7 @@ static int t_unary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         op = p[7];
         if (s->cx->group < G_110 && op >= 11u)
             op = op - 11u < 6u ? old_ops[op - 11u] : 99u;
-        if (op > OKPU_V5_UN_TANH && op != OKPU_V5_UN_ERF)
+        if (op > OKPU_V5_UN_TANH && (op != OKPU_V5_UN_ERF || s->cx->group < G_160)) /* erf: from 1.7.2 */
             return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                                 "stackvm UNARY at byte %ld: unary_op %u (nncase %s's numbering) on f32; this runtime "
                                 "computes abs, acos, asin, ceil, cos, exp, floor, log, neg, round, rsqrt, sign, sin, "
