@@ -124,6 +124,10 @@ typedef struct okpu_options {
      * over its layers) is refused at load with OKPU_ERR_KMODEL_FORMAT naming the layer that crosses it, so a corrupt
      * or hostile file cannot keep a board busy for hours. 0 = OKPU_DEFAULT_MAX_WORK. */
     uint64_t max_work;
+    /* kmodel v5: the nncase 1.x release whose stackvm numbering decodes the file: 0 = detect (the newest that decodes
+     * it), 1 .. 8 = a release group, oldest first (kmodel/kmodel_v5_release.h); a file that does not decode under the
+     * chosen group is refused. */
+    int v5_release;
 } okpu_options;
 
 /* The default work budget: about 15x the largest real model (MobileNet v1 0.75, v3: 542,429,040). */

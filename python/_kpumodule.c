@@ -6,7 +6,8 @@
  * The same small API is meant to be re-implemented as a MicroPython native module, so it stays plain:
  *
  *   m = _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
- *                  max_work=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass)
+ *                  max_work=None, nncase=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass;
+ *                  nncase: kmodel v5's compiler release, "1.9.0" ...; None: detected from the file)
  *   act_round: 0 / "half_even" (default), 1 / "half_up", 2 / "sdk_carry", 3 / "nncase1" (nncase 1.x's Simulator)
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
@@ -28,6 +29,7 @@
 #include <stdio.h>
 
 #include "okpu.h"
+#include "kmodel/kmodel_v5_release.h"
 
 typedef struct {
     PyObject_HEAD
@@ -244,8 +246,9 @@ static int parse_act_round(PyObject *o, int *mode)
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"data", "conv_offset", "act_round", "v3_quant_round", "v4_quant_round", "mean_border",
-                             "max_work", NULL};
+                             "max_work", "nncase", NULL};
     PyObject *data, *max_work = Py_None, *act_round_obj = NULL;
+    const char *nncase = NULL; /* kmodel v5: the nncase release (None: detect) */
     okpu_options opts;
     int conv_offset, act_round, v3_round, v4_round, mean_border;
     ModelObject *self;
@@ -257,8 +260,8 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     v3_round = (int)opts.v3_quant_round;
     v4_round = (int)opts.v4_quant_round;
     mean_border = (int)opts.mean_border;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iOiiiO:Model", kwlist, &data, &conv_offset, &act_round_obj,
-                                     &v3_round, &v4_round, &mean_border, &max_work))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iOiiiOz:Model", kwlist, &data, &conv_offset, &act_round_obj,
+                                     &v3_round, &v4_round, &mean_border, &max_work, &nncase))
         return NULL;
     if (max_work != Py_None) {
         unsigned long long mw = PyLong_Check(max_work) ? PyLong_AsUnsignedLongLong(max_work) : 0;
@@ -287,6 +290,10 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     opts.v3_quant_round = (okpu_round_mode)v3_round;
     opts.v4_quant_round = (okpu_round_mode)v4_round;
     opts.mean_border = (okpu_mean_border_mode)mean_border;
+    if (nncase && (opts.v5_release = okpu_v5_release_parse(nncase)) < 0)
+        return okpu_py_raise_fmt(PyExc_ValueError, "load", OKPU_ERR_PARAM,
+                                 "nncase='%s' is not an nncase 1.x release; expected one of %s, or None to detect it "
+                                 "from the file", nncase, okpu_v5_release_names);
 
     self = (ModelObject *)type->tp_alloc(type, 0);
     if (!self)
@@ -600,11 +607,13 @@ static PyTypeObject ModelType = {
     .tp_basicsize = sizeof(ModelObject),
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None)\n\n"
+    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None, "
+              "nncase=None)\n\n"
               "A loaded kmodel (v3/v4/v5). `data` is any bytes-like object; it is referenced, not copied.\n"
               "act_round: the KPU activation's rounding in the emulator (the K210 backend: the chip's own): 0 or "
               "'half_even' (default), 1 'half_up', 2 'sdk_carry', 3 'nncase1' (nncase 1.x's Simulator, whose "
-              "reference outputs v5 models with negative activation slopes match only with it).",
+              "reference outputs v5 models with negative activation slopes match only with it).\n"
+              "nncase: for a kmodel v5, the nncase 1.x release that compiled it ('1.9.0', '1.4', ...; None: detected).",
     .tp_methods = Model_methods,
     .tp_new = Model_new,
 };

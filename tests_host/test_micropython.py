@@ -411,6 +411,13 @@ if TESTDATA is not None:
         kpu.load(d5 + '.kmodel', act_round='chip')
     except ValueError as e:
         print('kpu.load', e)
+    conv = open(TESTDATA + '/kmodel_v5_nncase/convnet_u8_v190.kmodel', 'rb').read()
+    for rel in (None, '1.9', '1.9.0.20230322', '1.4', 'bogus'):
+        try:
+            _kpu.Model(conv, nncase=rel)
+            print('nncase', rel, 'loaded')
+        except ValueError as e:
+            print('nncase', rel, 'refused', str(e).split(':')[2].split(',')[0])
 """
 
 
@@ -437,3 +444,6 @@ def test_act_round_option_matches_cpython(host_mpy, workdir, tmp_path):
     if TESTDATA.exists():
         assert lines[15:18] == ["floatin None False", "floatin half_even False", "floatin nncase1 True"]
         assert "option act_round='chip' is not a rounding mode" in lines[18]
+        # the v5 release option: names parsed by the core for both bindings; an incompatible release is refused
+        assert lines[19:24] == ["nncase None loaded", "nncase 1.9 loaded", "nncase 1.9.0.20230322 loaded",
+                                "nncase 1.4 refused 2002", "nncase bogus refused 2001"]

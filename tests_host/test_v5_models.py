@@ -438,10 +438,13 @@ def test_unimplemented_tensor_function_is_refused_by_name():
     c = Code()
     c.lea(0, 0), c.lea(1, 0)
     c.shape(0, [1, 4]), c.shape(1, [4, 1]), c.shape(2, [4, 1])
-    c.tensor(0x1D, bytes([F32, 0, 1, 2]))  # SIGMOID (1.6-1.9)
+    c.tensor(0x0A, bytes([F32, 0]) + struct.pack("<iBB", 1, 0, 0))  # CUMSUM (1.6-1.9)
     with pytest.raises(Exception) as e:
         _kpu.Model(v5_file(c.b, F32, [1, 4], F32, [1, 4]))
-    assert "2002" in str(e.value) and "SIGMOID" in str(e.value) and "byte" in str(e.value)
+    msg = str(e.value)
+    assert "2002" in msg and "CUMSUM" in msg and "byte" in msg
+    # the supported functions are listed from the table
+    assert "it runs BINARY, BROADCAST, CALL," in msg and "SIGMOID" in msg and "CUMSUM, " not in msg
 
 
 def test_copy_past_its_pool_is_refused():

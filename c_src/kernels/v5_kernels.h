@@ -21,6 +21,10 @@ void okpu_v5_k_resize(const okpu_v5_resize_args *a);
 void okpu_v5_k_matmul(const okpu_v5_matmul_args *a);
 void okpu_v5_k_convert(const okpu_v5_convert_args *a);
 void okpu_v5_k_lut(const okpu_v5_lut_args *a);
+void okpu_v5_k_unary(const okpu_v5_unary_args *a);
+void okpu_v5_k_arg(const okpu_v5_arg_args *a);
+/* 0, or -1 with the first index outside the axis in *bad (the output is then incomplete). */
+int okpu_v5_k_gather(const okpu_v5_gather_args *a, int64_t *bad);
 
 /* Round half to even, as nearbyintf in the default rounding mode (for |x| < 2^23; larger values are integers). */
 float okpu_v5_round_even(float x);

@@ -101,10 +101,19 @@ void okpu_v5_k_pad(const okpu_v5_pad_args *a)
         int inside = 1;
         (void)si_;
         for (k = 0; k < a->rank; k++) {
+            const int64_t n = a->in_shape[k];
             int64_t i = (int64_t)idx_[k] - a->before[k];
-            if (i < 0 || i >= (int64_t)a->in_shape[k]) {
-                inside = 0;
-                break;
+            if (i < 0 || i >= n) {
+                if (a->mode == 0) {
+                    inside = 0;
+                    break;
+                }
+                if (a->mode == 1) /* reflect: the edge element is not repeated */
+                    i = i < 0 ? -i : 2 * (n - 1) - i;
+                else if (a->mode == 2) /* symmetric: it is */
+                    i = i < 0 ? -i - 1 : 2 * n - 1 - i;
+                else /* edge */
+                    i = i < 0 ? 0 : n - 1;
             }
             src += i * a->in_stride[k];
         }
@@ -415,4 +424,101 @@ void okpu_v5_k_convert(const okpu_v5_convert_args *a)
     static const uint8_t size[10] = {1, 2, 4, 0, 1, 2, 4, 0, 0, 4};
     const int64_t ie = size[a->in_dt], oe = size[a->out_dt];
     ND_WALK(&a->nd, cv_store(a->dst + di_ * oe, a->out_dt, cv_load(a->src + si_ * ie, a->in_dt)));
+}
+
+static float unary(uint32_t op, float x)
+{
+    switch (op) {
+    case OKPU_V5_UN_ABS:
+        return (float)fabs((double)x);
+    case OKPU_V5_UN_ACOS:
+        return (float)acos((double)x);
+    case OKPU_V5_UN_ASIN:
+        return (float)asin((double)x);
+    case OKPU_V5_UN_CEIL:
+        return (float)ceil((double)x);
+    case OKPU_V5_UN_COS:
+        return okpu_cosf(x);
+    case OKPU_V5_UN_EXP:
+        return okpu_expf(x);
+    case OKPU_V5_UN_FLOOR:
+        return (float)floor((double)x);
+    case OKPU_V5_UN_LOG:
+        return okpu_logf(x);
+    case OKPU_V5_UN_NEG:
+        return -x;
+    case OKPU_V5_UN_ROUND: /* rintf: half to even */
+        return okpu_v5_round_even(x);
+    case OKPU_V5_UN_RSQRT: /* 1 / sqrtf(x): two roundings */
+        return 1.0f / (float)sqrt((double)x);
+    case OKPU_V5_UN_SIGN:
+        return (float)((x > 0.0f) - (x < 0.0f));
+    case OKPU_V5_UN_SIN:
+        return okpu_sinf(x);
+    case OKPU_V5_UN_SQRT:
+        return (float)sqrt((double)x);
+    case OKPU_V5_UN_SQUARE:
+        return x * x;
+    case OKPU_V5_UN_TANH:
+        return (float)tanh((double)x);
+    case OKPU_V5_UN_ERF:
+        return (float)erf((double)x);
+    default: /* OKPU_V5_UN_SIGMOID: 1 / (1 + expf(-x)), each operation rounded */
+        return 1.0f / (1.0f + okpu_expf(-x));
+    }
+}
+
+void okpu_v5_k_unary(const okpu_v5_unary_args *a)
+{
+    ND_WALK(&a->nd, st_f32(a->dst + di_ * 4, unary(a->op, ld_f32(a->src + si_ * 4))));
+}
+
+void okpu_v5_k_arg(const okpu_v5_arg_args *a)
+{
+    ND_WALK(&a->nd, {
+        const uint8_t *x = a->src + si_ * 4;
+        float best = ld_f32(x);
+        int64_t at = 0;
+        uint32_t i;
+        for (i = 1; i < a->len; i++) {
+            const float v = ld_f32(x + (int64_t)i * a->in_step * 4);
+            const int better = a->arg_max ? (a->select_last ? v >= best : v > best)
+                                          : (a->select_last ? v <= best : v < best);
+            if (better)
+                best = v, at = (int64_t)i;
+        }
+        if (a->out_i64) {
+            memcpy(a->dst + di_ * 8, &at, 8);
+        } else {
+            const int32_t at32 = (int32_t)at;
+            memcpy(a->dst + di_ * 4, &at32, 4);
+        }
+    });
+}
+
+int okpu_v5_k_gather(const okpu_v5_gather_args *a, int64_t *bad)
+{
+    const size_t e = a->esize;
+    int rc = 0;
+    ND_WALK(&a->nd, {
+        int64_t src = 0, at = 0;
+        int32_t k;
+        uint32_t d;
+        (void)si_;
+        for (d = 0; d < a->idx_rank; d++) /* the indices tensor is dense */
+            at = at * a->nd.shape[a->axis + d] + idx_[a->axis + d];
+        memcpy(&k, a->indices + at * 4, 4);
+        if (k < 0 || (uint32_t)k >= a->axis_dim) {
+            *bad = k;
+            rc = -1;
+            break;
+        }
+        for (d = 0; d < a->axis; d++)
+            src += (int64_t)idx_[d] * a->in_stride[d];
+        src += (int64_t)k * a->in_stride[a->axis];
+        for (d = a->axis + 1; d < a->in_rank; d++)
+            src += (int64_t)idx_[d - 1 + a->idx_rank] * a->in_stride[d];
+        memcpy(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e);
+    });
+    return rc;
 }

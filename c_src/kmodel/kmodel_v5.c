@@ -33,7 +33,7 @@ const char *okpu_v5_dtype_name(uint32_t dt)
 /* (okpu_v5_fail): not expanded by the terse macro; terse builds never call it. */
 int(okpu_v5_fail)(const v5_cx *cx, int code, long where, const char *fmt, ...)
 {
-    char msg[400];
+    char msg[sizeof(((okpu_error *)0)->message)];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -221,6 +221,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
     memset(seen, 0, sizeof seen);
     mod->off = (long)off;
     mod->rdata_off = mod->text_off = -1;
+    mod->data_pool_at = -1;
     TRY(need(cx, off, V5_MODULE_HEADER_BYTES, m->size, "a 48-byte module header", "the file"));
     memcpy(mod->type, d + off, 16);
     mod->type[16] = 0;
@@ -288,7 +289,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         if (loc == V5_LOC_RDATA)
             mod->rdata_pool = size;
         else if (loc == V5_LOC_DATA)
-            mod->data_pool = size;
+            mod->data_pool = size, mod->data_pool_at = (long)pos + 4;
         else if (loc == V5_LOC_KPU && mod->kind == V5_MOD_K210 && size <= OKPU_KPU_RAM_SIZE)
             mod->kpu_pool = size;
         else
@@ -408,7 +409,7 @@ static int parse_file(v5_cx *cx, v5_file *f)
     okpu_model *m = cx->m;
     const uint8_t *d = m->data;
     uint64_t off = V5_HEADER_BYTES, at = 0;
-    uint32_t i;
+    uint32_t i, largest;
     const v5_func *entry;
 
     memset(f, 0, sizeof *f);
@@ -445,27 +446,56 @@ static int parse_file(v5_cx *cx, v5_file *f)
                        entry->off, (unsigned long)entry->ninputs, (unsigned long)entry->noutputs, OKPU_MAX_IO);
     TRY(add_pool(cx, &at, entry->in_pool, &f->in_base));
     TRY(add_pool(cx, &at, entry->out_pool, &f->out_base));
-    for (i = 0; i < f->nmodules; i++)
+    largest = entry->in_pool, f->main_largest_at = entry->off + 8;
+    if (entry->out_pool > largest)
+        largest = entry->out_pool, f->main_largest_at = entry->off + 12;
+    for (i = 0; i < f->nmodules; i++) {
         TRY(add_pool(cx, &at, f->mod[i].data_pool, &f->mod[i].data_base));
+        if (f->mod[i].data_pool > largest)
+            largest = f->mod[i].data_pool, f->main_largest_at = f->mod[i].data_pool_at;
+    }
     f->main_size = (uint32_t)at;
     return OKPU_OK;
 }
 
 /* ---- the format interface ---- */
 
+/* The parsed container lives in m->format_state from read_header to the end of decode (model.c frees it through
+ * format_free when the load fails in between): the file is parsed once. */
+static void v5_free_state(okpu_model *m)
+{
+    v5_file *f = (v5_file *)m->format_state;
+    if (!f)
+        return;
+    free_file(m, f);
+    okpu_model_free_mem(m, f, sizeof *f);
+    m->format_state = NULL;
+    m->format_free = NULL;
+}
+
 static int v5_read_header(okpu_model *m, okpu_error *err)
 {
-    v5_file f;
+    v5_file *f = (v5_file *)okpu_model_alloc(m, sizeof(v5_file));
     v5_cx cx;
     int rc;
+    if (!f)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "out of memory reading the kmodel v5 container (%lu bytes)",
+                         (unsigned long)sizeof(v5_file));
+    m->format_state = f;
+    m->format_free = v5_free_state;
     memset(&cx, 0, sizeof cx);
     cx.m = m;
     cx.err = err;
-    rc = parse_file(&cx, &f);
-    if (rc == OKPU_OK)
-        m->main_mem_size = f.main_size;
-    free_file(m, &f);
-    return rc;
+    rc = parse_file(&cx, f);
+    if (rc != OKPU_OK) {
+        v5_free_state(m);
+        return rc;
+    }
+    m->main_mem_size = f->main_size;
+    m->main_mem_from = "the main buffer it needs (the entry function's input and output pools and each module's "
+                       "data pool; the largest pool's size is at this byte)";
+    m->main_mem_from_at = f->main_largest_at;
+    return OKPU_OK;
 }
 
 static okpu_dtype api_dtype(uint32_t dt)
@@ -531,21 +561,22 @@ static int run_entry(v5_cx *cx)
 
 static int v5_decode(okpu_model *m, okpu_error *err)
 {
-    v5_file f;
+    const v5_file *f = (const v5_file *)m->format_state; /* read_header parsed the container */
     v5_cx cx;
     int rc;
+    if (!f)
+        return okpu_fail(err, OKPU_ERR_UNKNOWN, -1, -1, "internal: kmodel v5 decode without its header");
     memset(&cx, 0, sizeof cx);
     cx.m = m;
     cx.err = err;
-    rc = parse_file(&cx, &f);
-    if (rc == OKPU_OK)
-        rc = describe_io(&cx, &f.mod[f.entry_module].funcs[f.entry_function]);
-    if (rc == OKPU_OK && f.mod[f.entry_module].kind == V5_MOD_STACKVM)
-        rc = okpu_v5_stackvm_detect(&cx, f.entry_module);
+    cx.f = f;
+    rc = describe_io(&cx, &f->mod[f->entry_module].funcs[f->entry_function]);
+    if (rc == OKPU_OK && f->mod[f->entry_module].kind == V5_MOD_STACKVM)
+        rc = okpu_v5_stackvm_detect(&cx, f->entry_module);
     if (rc == OKPU_OK)
         rc = run_entry(&cx); /* count */
     if (rc == OKPU_OK && cx.nsteps == 0)
-        rc = okpu_v5_fail(&cx, OKPU_ERR_KMODEL_FORMAT, f.mod[f.entry_module].funcs[f.entry_function].off,
+        rc = okpu_v5_fail(&cx, OKPU_ERR_KMODEL_FORMAT, f->mod[f->entry_module].funcs[f->entry_function].off,
                      "entry function has no tensor instruction: nothing to run; %s", v5_redo);
     if (rc == OKPU_OK)
         rc = okpu_model_alloc_layers(m, cx.nsteps, err);
@@ -556,7 +587,7 @@ static int v5_decode(okpu_model *m, okpu_error *err)
         for (k = 0; k < m->output_count; k++)
             m->outputs[k].t.layer = m->layer_count - 1;
     }
-    free_file(m, &f);
+    v5_free_state(m);
     return rc;
 }
 

@@ -50,6 +50,7 @@ typedef struct v5_module {
     long rdata_off, text_off; /* file offsets of the .rdata and .text bodies (-1: no such section) */
     uint32_t rdata_size, text_size;
     uint32_t data_base; /* main-buffer offset of this module's data pool */
+    long data_pool_at;  /* file offset of its size (-1: no data mempool) */
 } v5_module;
 
 typedef struct v5_file {
@@ -57,6 +58,7 @@ typedef struct v5_file {
     v5_module mod[V5_MAX_MODULES];
     uint32_t in_base, out_base; /* main-buffer offsets of the entry function's input and output pools */
     uint32_t main_size;
+    long main_largest_at; /* file offset of the largest pool's size (the main-buffer budget message) */
 } v5_file;
 
 /* The reader's working state while it decodes (kmodel_v5.c owns it). */
@@ -99,7 +101,7 @@ extern const okpu_format okpu_format_v5;
 
 int okpu_v5_k210_call(v5_cx *cx, uint32_t module, uint32_t function, const v5_addr *bound, long call_at);
 int okpu_v5_stackvm_run(v5_cx *cx, uint32_t module, uint32_t function);
-/* Pick the stackvm release group (section 9): 0 and cx->group set, or an error. */
+/* Pick the stackvm release group (section 9; okpu_options.v5_release when set): 0 and cx->group set, or an error. */
 int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t module);
 
 #endif

@@ -11,16 +11,21 @@
  * The file does not say which nncase release wrote it, and the tensor-function ids and a few layouts changed between
  * releases with the version field staying 5: okpu_v5_stackvm_detect trial-decodes the code with each release group's
  * table (v5_tensor_funcs.def) and keeps the groups under which every instruction is known, the code ends exactly at
- * text_size, and the stack holds exactly what each tensor function pops (section 9.3). */
+ * text_size, and the stack holds exactly what each tensor function pops (section 9.3); the newest such group wins
+ * unless okpu_options.v5_release names one (kmodel_v5_release.h). v5_tensor_funcs.def lists every function once: its
+ * ids per group, lengths and pops drive the detection, its decoder column the dispatch (t_refuse: refused by name). */
 #include <stdio.h>
 #include <string.h>
 
 #include "../core/bytes.h"
 #include "../core/checked.h"
 #include "kmodel_v5.h"
+#include "kmodel_v5_release.h"
 
 /* release groups, oldest first (the columns of v5_tensor_funcs.def; 1.3 and 1.4-1.5 share ids, not layouts) */
 enum { G_BETA, G_100, G_TCU, G_110, G_120, G_130, G_140, G_160, G_COUNT };
+/* the option's values are these groups + 1 (kmodel_v5_release.h) */
+typedef char okpu_v5_groups_match_release_enum[(int)G_COUNT == (int)OKPU_V5_RELEASES ? 1 : -1];
 static const char *const group_names[G_COUNT] = {"1.0.0-beta1 .. 1.0.0-rc1", "1.0.0",         "1.0.0-tcu_num",
                                                  "1.1.0",                    "1.2.0",         "1.3.0-rc1 .. 1.3.x",
                                                  "1.4.0 .. 1.5.0",           "1.6.0 .. 1.9.0"};
@@ -28,19 +33,30 @@ static const char *const group_names[G_COUNT] = {"1.0.0-beta1 .. 1.0.0-rc1", "1.
 #define NA (-1)
 #define ND(x) (0x100 | (x))
 enum {
-#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6) TF_##id,
+#define V5_TF(id, bytes, pops, pads, old_bytes, old_until, run, g0, g1, g2, g3, g4, g5, g6) TF_##id,
 #include "v5_tensor_funcs.def"
 #undef V5_TF
     TF_COUNT
 };
+
+/* A tensor function's decoder: the instruction at p (its 5E + u16 prefix included, `bytes` long) with its operands on
+ * the symbolic stack becomes plan steps. Every one is listed in v5_tensor_funcs.def. */
+typedef struct sv sv;
+typedef int tf_run(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes);
+#define V5_TF(id, bytes, pops, pads, old_bytes, old_until, run, g0, g1, g2, g3, g4, g5, g6) static tf_run run;
+#include "v5_tensor_funcs.def"
+#undef V5_TF
+
 typedef struct tf_desc {
     const char *name;
     int bytes, pops, pads;
+    int old_bytes, old_until; /* the layout before group old_until (section 7.3) */
+    tf_run *run;
     int ids[7];
 } tf_desc;
 static const tf_desc tfs[TF_COUNT] = {
-#define V5_TF(id, name, bytes, pops, pads, g0, g1, g2, g3, g4, g5, g6)                                               \
-    {name, bytes, pops, pads, {g0, g1, g2, g3, g4, g5, g6}},
+#define V5_TF(id, bytes, pops, pads, old_bytes, old_until, run, g0, g1, g2, g3, g4, g5, g6)                         \
+    {#id, bytes, pops, pads, old_bytes, old_until, run, {g0, g1, g2, g3, g4, g5, g6}},
 #include "v5_tensor_funcs.def"
 #undef V5_TF
 };
@@ -90,15 +106,7 @@ static int find_tf(int group, uint32_t id, int *decoder)
 /* Instruction bytes (with the 5E + u16 prefix) of function t in group: the layouts that changed (section 7.3). */
 static int tf_bytes(int t, int group)
 {
-    if (t == TF_BINARY && group < G_140)
-        return 18;
-    if (t == TF_MATMUL && group == G_130)
-        return 13;
-    if (t == TF_SIGMOID && group == G_120)
-        return 6;
-    if (t == TF_REDUCE_PROD && group < G_160)
-        return 8;
-    return tfs[t].bytes;
+    return tfs[t].old_bytes && group < tfs[t].old_until ? tfs[t].old_bytes : tfs[t].bytes;
 }
 
 static uint32_t padding_values(int group)
@@ -172,35 +180,116 @@ static int trial(const uint8_t *code, uint32_t size, int group, char *why, size_
     return 1;
 }
 
-int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t mi)
+/* Trial-decode every function of module mi under group g; 0 and the first failure when one fails. */
+static int decodes(const v5_cx *cx, uint32_t mi, int g, char *why, size_t why_len, uint32_t *at, long *fn_index)
 {
     const v5_module *mod = &cx->f->mod[mi];
-    char why[160], first_why[160];
-    uint32_t where = 0, first_where = 0, fi;
-    long first_fn = 0;
-    int g;
-    first_why[0] = 0;
-    for (g = G_COUNT - 1; g >= 0; g--) { /* the newest group that decodes everything (section 9.4) */
-        int ok = 1;
-        for (fi = 0; fi < mod->nfuncs && ok; fi++) {
-            const v5_func *fn = &mod->funcs[fi];
-            ok = trial(cx->m->data + mod->text_off + fn->entry, fn->text_size, g, why, sizeof why, &where);
-            if (!ok && g == G_COUNT - 1) {
-                memcpy(first_why, why, sizeof why);
-                first_where = where + (uint32_t)mod->text_off + fn->entry;
-                first_fn = (long)fi;
-            }
+    uint32_t fi, where = 0;
+    for (fi = 0; fi < mod->nfuncs; fi++) {
+        const v5_func *fn = &mod->funcs[fi];
+        if (!trial(cx->m->data + mod->text_off + fn->entry, fn->text_size, g, why, why_len, &where)) {
+            *at = where + (uint32_t)mod->text_off + fn->entry;
+            *fn_index = (long)fi;
+            return 0;
         }
-        if (ok) {
+    }
+    return 1;
+}
+
+int okpu_v5_stackvm_detect(v5_cx *cx, uint32_t mi)
+{
+    const int chosen = cx->m->opts.v5_release;
+    char why[160], others[200];
+    uint32_t where = 0;
+    long fn_index = 0;
+    size_t n = 0;
+    int g;
+    if (chosen < 0 || chosen > G_COUNT)
+        return okpu_fail(cx->err, OKPU_ERR_PARAM, -1, -1,
+                         "option v5_release = %d: expected 0 (detect the nncase release from the file) or 1 .. %d "
+                         "(a release group, kmodel_v5_release.h)",
+                         chosen, G_COUNT);
+    if (chosen) { /* the user's group, or a refusal that names the groups that would decode it */
+        if (decodes(cx, mi, chosen - 1, why, sizeof why, &where, &fn_index)) {
+            cx->group = chosen - 1;
+            return OKPU_OK;
+        }
+        others[0] = 0;
+        for (g = G_COUNT - 1; g >= 0; g--) {
+            char w2[160];
+            uint32_t at2;
+            long f2;
+            if (g != chosen - 1 && n < sizeof others && decodes(cx, mi, g, w2, sizeof w2, &at2, &f2))
+                n += (size_t)snprintf(others + n, sizeof others - n, "%s%s", n ? ", " : "", group_names[g]);
+        }
+        return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)where,
+                            "stackvm code does not decode with nncase %s's tensor functions, the release the "
+                            "v5_release option (nncase=) selects: function %ld fails at byte %lu: %s. Releases whose "
+                            "numbering decodes it: %s; load it without the option to detect the release",
+                            group_names[chosen - 1], fn_index, (unsigned long)where, why, n ? others : "none");
+    }
+    for (g = G_COUNT - 1; g >= 0; g--) { /* the newest group that decodes everything (section 9.4) */
+        char w2[160];
+        uint32_t at2;
+        long f2;
+        if (decodes(cx, mi, g, g == G_COUNT - 1 ? why : w2, sizeof why, g == G_COUNT - 1 ? &where : &at2,
+                    g == G_COUNT - 1 ? &fn_index : &f2)) {
             cx->group = g;
             return OKPU_OK;
         }
     }
-    return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)first_where,
+    return okpu_v5_fail(cx, OKPU_ERR_KMODEL_VERSION, (long)where,
                    "stackvm code: no nncase 1.x release's tensor-function table decodes it (checked 1.0.0-beta1 .. "
                    "1.9.0); with 1.6.0 .. 1.9.0's, function %ld fails at byte %lu: %s. The file is corrupt or from an "
                    "unreleased nncase; recompile it with a released nncase 1.x (or nncase v0.2 for kmodel v4)",
-                   first_fn, (unsigned long)first_where, first_why);
+                   fn_index, (unsigned long)where, why);
+}
+
+/* ---- release names (kmodel_v5_release.h) ---- */
+
+const char okpu_v5_release_names[] = "1.0.0-beta1, 1.0.0-beta2, 1.0.0-rc1, 1.0.0, 1.0.0-tcu_num, 1.1.0, 1.2.0, "
+                                     "1.3.0-rc1, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0, 1.7.1, 1.7.2, 1.8.0, 1.9.0 (1.X "
+                                     "for 1.X.0; a PyPI version such as 1.9.0.20230322)";
+
+int okpu_v5_release_parse(const char *name)
+{
+    static const struct {
+        const char *tag;
+        int group;
+    } tags[] = {{"1.0.0-beta1", G_BETA}, {"1.0.0-beta2", G_BETA}, {"1.0.0-rc1", G_BETA}, {"1.0.0", G_100},
+                {"1.0.0-tcu_num", G_TCU}, {"1.1.0", G_110},       {"1.2.0", G_120},      {"1.3.0-rc1", G_130},
+                {"1.3.0", G_130},         {"1.4.0", G_140},       {"1.5.0", G_140},      {"1.6.0", G_160},
+                {"1.7.0", G_160},         {"1.7.1", G_160},       {"1.7.2", G_160},      {"1.8.0", G_160},
+                {"1.9.0", G_160}};
+    size_t k, len;
+    if (!name)
+        return -1;
+    if (strcmp(name, "detect") == 0)
+        return OKPU_V5_RELEASE_DETECT;
+    if (name[0] == 'v')
+        name++;
+    len = strlen(name);
+    for (k = 0; k < sizeof tags / sizeof tags[0]; k++) {
+        const char *t = tags[k].tag;
+        const size_t tl = strlen(t);
+        if (strcmp(name, t) == 0)
+            return tags[k].group + 1;
+        /* "1.9" for 1.9.0 */
+        if (tl == 5 && len == 3 && strncmp(name, t, 3) == 0)
+            return tags[k].group + 1;
+        /* PyPI's "1.9.0.20230322": the tag, a dot, digits */
+        if (len > tl + 1 && strncmp(name, t, tl) == 0 && name[tl] == '.' &&
+            strspn(name + tl + 1, "0123456789") == len - tl - 1)
+            return tags[k].group + 1;
+    }
+    return -1;
+}
+
+const char *okpu_v5_release_name(int release)
+{
+    if (release == OKPU_V5_RELEASE_DETECT)
+        return "detect";
+    return release >= 1 && release <= G_COUNT ? group_names[release - 1] : "?";
 }
 
 /* ---- the symbolic run ---- */
@@ -225,7 +314,7 @@ typedef struct sv_pads {
     int32_t before[SV_REG_RANK], after[SV_REG_RANK], interior[SV_REG_RANK];
 } sv_pads;
 
-typedef struct sv {
+struct sv {
     v5_cx *cx;
     uint32_t mi;
     long at;          /* file offset of the instruction */
@@ -234,7 +323,7 @@ typedef struct sv {
     sv_entry stack[SV_STACK_MAX];
     sv_shape shapes[SV_REGS];
     sv_pads pads[SV_REGS];
-} sv;
+};
 
 static int sfail(const sv *s, const char *what)
 {
@@ -532,7 +621,7 @@ static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out, value;
     const uint32_t dt = p[3];
@@ -542,12 +631,13 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     uint8_t vbytes[4] = {0, 0, 0, 0};
     void *args;
     int rc;
+    (void)t;
     esize = dt_checked(s, dt, &rc);
     TRYS(rc);
-    if (p[8] != 0 || esize > 4) {
-        char msg[120];
-        snprintf(msg, sizeof msg, "pad mode %u on %s; this runtime pads in constant mode (0) with elements of up to 4 "
-                 "bytes", p[8], okpu_v5_dtype_name(dt));
+    if (p[8] > 3u || esize > 4) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "pad mode %u on %s; this runtime pads in modes 0 .. 3 (constant, reflect, symmetric, "
+                 "edge) with elements of up to 4 bytes", p[8], okpu_v5_dtype_name(dt));
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
     }
     TRYS(pop(s, 0, &value, "pad value"));
@@ -587,6 +677,18 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
         if (n < 0 || n > 0x7FFFFFFF)
             return sfail(s, "its paddings give a negative or huge dimension");
         oshape[k] = (uint32_t)n;
+        /* reflect / symmetric / edge read one mirror image of the input: at most n - 1 / n / any elements past an
+         * edge, of a non-empty dimension */
+        if (p[8] != 0 && (pads->before[k] > 0 || pads->after[k] > 0) &&
+            (shape[k] == 0 || (p[8] != 3 && ((int64_t)pads->before[k] > (int64_t)shape[k] - (p[8] == 1) ||
+                                              (int64_t)pads->after[k] > (int64_t)shape[k] - (p[8] == 1))))) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "its %s padding of axis %lu (%ld before, %ld after) on a dimension of %lu; "
+                     "expected at most %s elements on each side", p[8] == 1 ? "reflect" : p[8] == 2 ? "symmetric" :
+                     "edge", (unsigned long)k, (long)pads->before[k], (long)pads->after[k], (unsigned long)shape[k],
+                     p[8] == 1 ? "dimension - 1" : p[8] == 2 ? "dimension" : "any number of (dimension >= 1)");
+            return sfail(s, msg);
+        }
     }
     TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
     TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
@@ -605,6 +707,7 @@ static int t_pad(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
             a->before[k] = pads->before[k];
         }
         memcpy(a->value, vbytes, 4);
+        a->mode = p[8];
     }
     describe(s, &out.a, dt, rank, oshape, count_elems(rank, oshape));
     return OKPU_OK;
@@ -626,7 +729,7 @@ static int pop_padding(sv *s, int32_t *before, int32_t *after)
     return OKPU_OK;
 }
 
-static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_conv2d(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, w, b, out;
     int32_t pt, pb, pl, pr;
@@ -639,6 +742,7 @@ static int t_conv2d(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     const sv_shape *bst = NULL;
     uint32_t bshape[1];
     void *args;
+    (void)t;
     if (p[3] != OKPU_V5_DT_F32)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm CONV2D at byte %ld on %s; this runtime convolves f32 on the CPU", s->at,
@@ -707,7 +811,7 @@ static int need_f32(sv *s, uint32_t dt)
                    s->name, s->at, okpu_v5_dtype_name(dt));
 }
 
-static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_window(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, init, out;
     int32_t pt, pb, pl, pr;
@@ -718,6 +822,7 @@ static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
                    sh = (uint16_t)(p[12] | (p[13] << 8)), sw = (uint16_t)(p[14] | (p[15] << 8)),
                    dh = (uint16_t)(p[16] | (p[17] << 8)), dw = (uint16_t)(p[18] | (p[19] << 8));
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     if (op > 3u)
         return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
@@ -761,7 +866,7 @@ static int t_window(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_reduce(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out, init;
     uint32_t rank, shape[OKPU_V5_MAX_RANK], kshape[OKPU_V5_MAX_RANK], orank = 0, k;
@@ -770,6 +875,7 @@ static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     const sv_shape *axes = NULL;
     const uint32_t op = p[7], keep = p[9];
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     if (op > 3u)
         return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
@@ -823,13 +929,14 @@ static int t_reduce(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_softmax(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_softmax(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out;
     uint32_t rank, shape[OKPU_V5_MAX_RANK], outer[OKPU_V5_MAX_RANK], k, axis;
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
     const int32_t ax = okpu_rd_i32(p + 7);
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     TRYS(pop(s, E_ADDR, &out, "output address"));
     TRYS(pop(s, E_ADDR, &in, "input address"));
@@ -858,7 +965,7 @@ static int t_softmax(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_binary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry a_, b_, out;
     const int has_dest_shape = bytes == 19u; /* the 1.4.0+ layout (section 7.3) */
@@ -869,6 +976,7 @@ static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     int64_t ta[OKPU_V5_MAX_RANK], tb[OKPU_V5_MAX_RANK], to[OKPU_V5_MAX_RANK];
     int64_t xa[OKPU_V5_MAX_RANK], xb[OKPU_V5_MAX_RANK];
     void *args;
+    (void)t;
     TRYS(need_f32(s, p[3]));
     if (op > 5u) {
         char msg[120];
@@ -922,13 +1030,14 @@ static int t_binary(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_lut(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, table, out, lo, hi;
     uint32_t rank, shape[OKPU_V5_MAX_RANK], tshape[1] = {256};
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], ts[1] = {1};
     const uint32_t len = (uint32_t)(p[7] | (p[8] << 8));
     void *args;
+    (void)t;
     if (p[3] != OKPU_V5_DT_U8 || len != 256u)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm LUT1D at byte %ld on %s with a %lu-entry table; this runtime (like nncase) looks up "
@@ -957,13 +1066,14 @@ static int t_lut(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_resize(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out, oh, ow;
     const uint32_t dt = p[3];
     uint32_t rank, shape[OKPU_V5_MAX_RANK], oshape[4], k;
     int64_t is[OKPU_V5_MAX_RANK], os[4];
     void *args;
+    (void)t;
     if ((dt != OKPU_V5_DT_F32 && dt != OKPU_V5_DT_U8) || p[9] > 1u)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm RESIZE_IMAGE at byte %ld: %s, mode %u; this runtime resizes f32 and u8, bilinear (0) "
@@ -1001,7 +1111,7 @@ static int t_resize(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_matmul(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry a_, b_, bias, out;
     const int full = bytes == 17u; /* 1.4.0+: with stride and output registers (section 7.3) */
@@ -1010,6 +1120,7 @@ static int t_matmul(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     int64_t unit[1] = {1};
     const uint8_t *clamp = p + (full ? 9 : 5);
     void *args;
+    (void)t;
     TRYS(pop(s, E_ADDR, &out, "output address"));
     TRYS(pop(s, E_ADDR, &bias, "bias address"));
     TRYS(pop(s, E_ADDR, &b_, "second input address"));
@@ -1070,13 +1181,14 @@ static int convertible(uint32_t dt)
            dt == OKPU_V5_DT_F32;
 }
 
-static int t_convert(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
+static int t_convert(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     sv_entry in, out;
     const uint32_t in_dt = p[3], out_dt = p[4];
     uint32_t rank, shape[OKPU_V5_MAX_RANK];
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
     void *args;
+    (void)t;
     if (!convertible(in_dt) || !convertible(out_dt))
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm CONVERT at byte %ld from %s to %s; this runtime converts between i8, i16, i32, u8, "
@@ -1101,13 +1213,14 @@ static int t_convert(sv *s, const uint8_t *p, uint32_t id, uint32_t bytes)
     return OKPU_OK;
 }
 
-static int t_call(sv *s, const uint8_t *p)
+static int t_call(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
 {
     const uint32_t fid = okpu_rd_u32(p + 3), mid = (uint32_t)(p[7] | (p[8] << 8)), nsrc = p[9], ndst = p[10];
     const v5_file *f = s->cx->f;
     v5_addr bound[2 * V5_MAX_IO];
     const v5_func *callee;
     uint32_t k;
+    (void)t, (void)id, (void)bytes;
     if (mid >= f->nmodules || f->mod[mid].kind != V5_MOD_K210 || fid >= f->mod[mid].nfuncs)
         return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_FORMAT, s->at,
                        "stackvm CALL at byte %ld calls module %lu function %lu: expected a function of a k210 module "
@@ -1157,50 +1270,242 @@ static int t_call(sv *s, const uint8_t *p)
     return okpu_v5_k210_call(s->cx, mid, fid, bound, s->at);
 }
 
+/* UNARY and SIGMOID: one f32 function per element. */
+static int t_unary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    /* nncase 1.1.0 inserted sign at 11 (section 7.4): older numbers from 11 on move up by one */
+    static const uint8_t old_ops[6] = {OKPU_V5_UN_SIN, OKPU_V5_UN_SQRT, OKPU_V5_UN_SQUARE, OKPU_V5_UN_TANH, 16, 17};
+    sv_entry in, out;
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], op = OKPU_V5_UN_SIGMOID;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
+    void *args;
+    TRYS(need_f32(s, p[3]));
+    if (t == TF_SIGMOID && bytes != 7u)
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                            "stackvm SIGMOID at byte %ld in nncase 1.2.0's layout (no output strides); this runtime "
+                            "runs SIGMOID as written by nncase 1.3.0 and later - recompile the model with them",
+                            s->at);
+    if (t == TF_UNARY) {
+        op = p[7];
+        if (s->cx->group < G_110 && op >= 11u)
+            op = op - 11u < 6u ? old_ops[op - 11u] : 99u;
+        if (op > OKPU_V5_UN_TANH && (op != OKPU_V5_UN_ERF || s->cx->group < G_160)) /* erf: from 1.7.2 */
+            return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                                "stackvm UNARY at byte %ld: unary_op %u (nncase %s's numbering) on f32; this runtime "
+                                "computes abs, acos, asin, ceil, cos, exp, floor, log, neg, round, rsqrt, sign, sin, "
+                                "sqrt, square, tanh and erf (not the bitwise / logical not of integer tensors)",
+                                s->at, p[7], group_names[s->cx->group]);
+    }
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, 4, rank, shape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_UNARY, id, bytes, &args));
+    if (args) {
+        okpu_v5_unary_args *a = (okpu_v5_unary_args *)args;
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->op = op;
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, shape, okpu_sat_mul(count_elems(rank, shape), 4));
+    return OKPU_OK;
+}
+
+/* BROADCAST: numpy broadcasting of the input to rshape_dest (aligned on the last axis): a copy reading the
+ * broadcast axes with stride 0. */
+static int t_broadcast(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    uint32_t dt = p[3], esize, rank, orank, shape[OKPU_V5_MAX_RANK], oshape[OKPU_V5_MAX_RANK], k;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], bis[OKPU_V5_MAX_RANK];
+    void *args;
+    int rc;
+    (void)t;
+    esize = dt_checked(s, dt, &rc);
+    TRYS(rc);
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(dims_of(s, p[6], &orank, oshape, "rshape_dest"));
+    TRYS(strides_of(s, p[7], orank, os, "rstride_dest"));
+    if (orank < rank)
+        return sfail(s, "its output has fewer dimensions than its input");
+    for (k = 0; k < orank; k++) {
+        const uint32_t d = k + rank >= orank ? shape[k + rank - orank] : 1u;
+        if (d != oshape[k] && d != 1u)
+            return sfail(s, "its input shape does not broadcast to its output shape");
+        bis[k] = d == 1u ? 0 : is[k + rank - orank];
+    }
+    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
+    if (args) {
+        okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->esize = esize;
+        fill_nd(&a->nd, orank, oshape, bis, os);
+    }
+    describe(s, &out.a, dt, orank, oshape, count_elems(orank, oshape));
+    return OKPU_OK;
+}
+
+/* REDUCE_ARG: argmin / argmax of f32 along one axis, as i32 or i64. */
+static int t_reduce_arg(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out;
+    const uint32_t odt = p[6], op = p[8], keep = p[10];
+    uint32_t rank, shape[OKPU_V5_MAX_RANK], outer[OKPU_V5_MAX_RANK], axis, k, r;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], kos[OKPU_V5_MAX_RANK];
+    const sv_shape *axes = NULL;
+    void *args;
+    (void)t;
+    TRYS(need_f32(s, p[3]));
+    if ((odt != 2u && odt != 3u) || op > 1u) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "reduce_arg_op %lu with a %s output (expected 0 argmin or 1 argmax, i32 or i64)",
+                 (unsigned long)op, okpu_v5_dtype_name(odt));
+        return sfail(s, msg);
+    }
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
+    TRYS(reg_shape(s, p[9], &axes, "rshape_axis"));
+    if (axes->rank != 1u)
+        return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
+                            "stackvm REDUCE_ARG at byte %ld over %lu axes; this runtime reduces over one axis (what "
+                            "nncase's ArgMax / ArgMin import gives)",
+                            s->at, (unsigned long)axes->rank);
+    axis = (uint32_t)axes->v[0];
+    if (axis >= rank || shape[axis] == 0u)
+        return sfail(s, "its axis is not a non-empty dimension of the input");
+    TRYS(strides_of(s, p[7], keep ? rank : rank - 1u, os, "rstride_dest"));
+    for (k = 0, r = 0; k < rank; k++) { /* the output strides on the input's axes, 0 on the reduced one */
+        outer[k] = k == axis ? 1u : shape[k];
+        kos[k] = k == axis ? 0 : os[keep ? k : r++];
+    }
+    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, okpu_v5_dtype_size(odt), rank, outer, kos, 1, "output"));
+    TRYS(take_step(s, OKPU_STEP_V5_ARG, id, bytes, &args));
+    if (args) {
+        okpu_v5_arg_args *a = (okpu_v5_arg_args *)args;
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->len = shape[axis];
+        a->in_step = (int32_t)is[axis];
+        a->arg_max = op == 1u;
+        a->select_last = p[11] != 0;
+        a->out_i64 = odt == 3u;
+        fill_nd(&a->nd, rank, outer, is, kos);
+    }
+    describe(s, &out.a, odt, rank, outer, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
+/* GATHER (i32 indices, read densely, as nncase's reference kernel): the output shape is the input's with `axis`
+ * replaced by the indices' shape. */
+static int t_gather(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    sv_entry in, out, idx;
+    const uint32_t dt = p[3], axis = p[9];
+    uint32_t esize, rank, orank, irank, shape[OKPU_V5_MAX_RANK], oshape[OKPU_V5_MAX_RANK], ishape[OKPU_V5_MAX_RANK];
+    uint32_t want[OKPU_V5_MAX_RANK + OKPU_V5_MAX_RANK], k, n = 0;
+    int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], dense[1] = {1};
+    uint32_t count[1];
+    void *args;
+    int rc;
+    (void)t;
+    esize = dt_checked(s, dt, &rc);
+    TRYS(rc);
+    TRYS(pop(s, E_ADDR, &idx, "indices address"));
+    TRYS(pop(s, E_ADDR, &out, "output address"));
+    TRYS(pop(s, E_ADDR, &in, "input address"));
+    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    TRYS(dims_of(s, p[5], &orank, oshape, "rshape_dest"));
+    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
+    TRYS(strides_of(s, p[7], orank, os, "rstride_dest"));
+    TRYS(dims_of(s, p[8], &irank, ishape, "rshape_indices"));
+    if (axis >= rank)
+        return sfail(s, "its axis is not a dimension of the input");
+    for (k = 0; k < axis; k++)
+        want[n++] = shape[k];
+    for (k = 0; k < irank; k++)
+        want[n++] = ishape[k];
+    for (k = axis + 1; k < rank; k++)
+        want[n++] = shape[k];
+    if (n != orank || memcmp(want, oshape, n * sizeof want[0]) != 0)
+        return sfail(s, "its output shape is not the input's with the axis replaced by the indices' shape");
+    if (count_elems(irank, ishape) > 0x7FFFFFFFu)
+        return sfail(s, "its indices tensor is too large");
+    count[0] = (uint32_t)count_elems(irank, ishape);
+    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    TRYS(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
+    TRYS(view(s, &idx.a, 4, 1, count, dense, 0, "indices"));
+    if (idx.a.pool == V5_POOL_RDATA && count[0]) { /* constants: check them now */
+        const uint8_t *q = okpu_v5_ptr(s->cx, &idx.a);
+        for (k = 0; k < count[0]; k++) {
+            int32_t v;
+            memcpy(&v, q + 4u * k, 4);
+            if (v < 0 || (uint32_t)v >= shape[axis]) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "its index %lu in .rdata is %ld; expected 0 .. %ld (the input's axis %lu)",
+                         (unsigned long)k, (long)v, (long)shape[axis] - 1, (unsigned long)axis);
+                return sfail(s, msg);
+            }
+        }
+    }
+    TRYS(take_step(s, OKPU_STEP_V5_GATHER, id, bytes, &args));
+    if (args) {
+        okpu_v5_gather_args *a = (okpu_v5_gather_args *)args;
+        int64_t zero[OKPU_V5_MAX_RANK] = {0};
+        a->src = okpu_v5_ptr(s->cx, &in.a);
+        a->indices = okpu_v5_ptr(s->cx, &idx.a);
+        a->dst = okpu_v5_ptr(s->cx, &out.a);
+        a->esize = esize, a->axis = axis, a->in_rank = rank, a->idx_rank = irank, a->axis_dim = shape[axis];
+        for (k = 0; k < rank; k++)
+            a->in_stride[k] = (int32_t)is[k];
+        fill_nd(&a->nd, orank, oshape, zero, os);
+    }
+    describe(s, &out.a, dt, orank, oshape, count_elems(orank, oshape));
+    return OKPU_OK;
+}
+
+/* The functions this runtime decodes, from the table: "BINARY, CALL, ..." */
+static void supported_list(char *buf, size_t size)
+{
+    size_t n = 0;
+    int t;
+    buf[0] = 0;
+    for (t = 0; t < TF_COUNT && n < size; t++)
+        if (tfs[t].run != t_refuse)
+            n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "", tfs[t].name);
+}
+
+static int t_refuse(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
+{
+    char list[300];
+    (void)t, (void)p, (void)bytes;
+    supported_list(list, sizeof list);
+    return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
+                        "stackvm TENSOR at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is not "
+                        "supported by this openkpu; it runs %s; recompile the model without it, or with nncase v0.2 "
+                        "(kmodel v4)",
+                        s->at, s->name, (unsigned long)id, group_names[s->cx->group], list);
+}
+
 static int tensor(sv *s, const uint8_t *p, uint32_t len)
 {
     const uint32_t id = (uint32_t)(p[1] | (p[2] << 8));
     int decoder, t = find_tf(s->cx->group, id, &decoder);
-    s->name = t >= 0 ? tfs[t].name : "TENSOR";
-    switch (t) {
-    case TF_CALL:
-        return t_call(s, p);
-    case TF_COPY:
-    case TF_SLICE:
-    case TF_TRANSPOSE:
-        return t_copy_like(s, t, p, id, len);
-    case TF_QUANTIZE:
-    case TF_DEQUANTIZE:
-        return t_quant(s, t, p, id, len);
-    case TF_PAD:
-        return t_pad(s, p, id, len);
-    case TF_CONV2D:
-        return t_conv2d(s, p, id, len);
-    case TF_REDUCE_WINDOW2D:
-        return t_window(s, p, id, len);
-    case TF_REDUCE:
-        return t_reduce(s, p, id, len);
-    case TF_SOFTMAX:
-        return t_softmax(s, p, id, len);
-    case TF_BINARY:
-        return t_binary(s, p, id, len);
-    case TF_LUT1D:
-        return t_lut(s, p, id, len);
-    case TF_RESIZE_IMAGE:
-        return t_resize(s, p, id, len);
-    case TF_MATMUL:
-        return t_matmul(s, p, id, len);
-    case TF_CONVERT:
-        return t_convert(s, p, id, len);
-    default:
-        return okpu_v5_fail(s->cx, OKPU_ERR_KMODEL_VERSION, s->at,
-                       "stackvm instruction at byte %ld: tensor function %s (id 0x%02lX in nncase %s's numbering) is "
-                       "not supported by this openkpu yet; openkpu runs kmodel v3 and v4 (nncase v0.1 / v0.2) fully "
-                       "and kmodel v5 models whose CPU parts use COPY, SLICE, TRANSPOSE, QUANTIZE, DEQUANTIZE, PAD, "
-                       "LUT1D, RESIZE_IMAGE, CONVERT and float CONV2D, BINARY, MATMUL, REDUCE, REDUCE_WINDOW2D, "
-                       "SOFTMAX; recompile the model with nncase v0.2 (kmodel v4) to run it here",
-                       s->at, s->name, (unsigned long)id, group_names[s->cx->group]);
-    }
+    /* okpu_v5_stackvm_detect accepted every id under this group */
+    s->name = tfs[t].name;
+    return tfs[t].run(s, t, p, id, len);
 }
 
 int okpu_v5_stackvm_run(v5_cx *cx, uint32_t mi, uint32_t fi)

@@ -393,6 +393,8 @@ void okpu_model_free(okpu_model *m)
         okpu_model_free_mem(m, m->layers, (size_t)m->layer_count * sizeof(okpu_layer));
         m->layers = NULL;
     }
+    if (m->format_free)
+        m->format_free(m);
     if (m->kpu && m->kpu->destroy)
         m->kpu->destroy(m->kpu);
     m->kpu = NULL;
@@ -541,6 +543,12 @@ int okpu_model_check_main_budget(const okpu_model *m, okpu_error *err)
 {
     if (m->main_mem_size <= OKPU_BOARD_SRAM_SIZE)
         return OKPU_OK;
+    if (m->main_mem_from)
+        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, m->main_mem_from_at,
+                         "kmodel v%d at byte %ld: %s is %lu bytes, more than the K210's whole %u-byte SRAM; the model "
+                         "cannot run on the chip (or the file is corrupt)",
+                         m->version, m->main_mem_from_at, m->main_mem_from, (unsigned long)m->main_mem_size,
+                         OKPU_BOARD_SRAM_SIZE);
     return okpu_fail(err, OKPU_ERR_NO_MEM, -1, 20,
                      "kmodel v%d header at byte 20: %s is %lu bytes, more than the K210's whole %u-byte SRAM; the "
                      "model cannot run on the chip (or the file is corrupt)",

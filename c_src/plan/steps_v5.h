@@ -50,7 +50,9 @@ typedef struct okpu_v5_quant_args {
     okpu_v5_nd nd;
 } okpu_v5_quant_args;
 
-/* PAD, constant mode: out[o] = in[o - before] where that lies inside the input, else `value` (esize bytes). */
+/* PAD: out[o] = in[o - before] where that lies inside the input; elsewhere mode 0 (constant) writes `value` (esize
+ * bytes), 1 (reflect) reads in[-i] / in[2(n-1)-i], 2 (symmetric) in[-i-1] / in[2n-1-i], 3 (edge) the nearest edge
+ * element (the front-end bounds the paddings so that one reflection lands inside). */
 typedef struct okpu_v5_pad_args {
     const uint8_t *src;
     uint8_t *dst;
@@ -59,6 +61,7 @@ typedef struct okpu_v5_pad_args {
     int32_t in_stride[OKPU_V5_MAX_RANK], out_stride[OKPU_V5_MAX_RANK];
     int32_t before[OKPU_V5_MAX_RANK];
     uint8_t value[4];
+    uint32_t mode;
 } okpu_v5_pad_args;
 
 /* Float CONV2D, NCHW; weights [oc][ic/groups][kh][kw]; value = bias[oc], then += x * w over ic, ky, kx ascending for
@@ -153,6 +156,42 @@ typedef struct okpu_v5_convert_args {
     okpu_v5_nd nd;
 } okpu_v5_convert_args;
 
+/* UNARY and SIGMOID on f32, per element (op: OKPU_V5_UN_*, nncase 1.1.0+'s unary_op numbering; the front-end maps
+ * older files' numbers). Transcendental functions are computed in double and rounded once (kernels/fmath.h). */
+enum {
+    OKPU_V5_UN_ABS = 0, OKPU_V5_UN_ACOS, OKPU_V5_UN_ASIN, OKPU_V5_UN_CEIL, OKPU_V5_UN_COS, OKPU_V5_UN_EXP,
+    OKPU_V5_UN_FLOOR, OKPU_V5_UN_LOG, OKPU_V5_UN_NEG, OKPU_V5_UN_ROUND, OKPU_V5_UN_RSQRT, OKPU_V5_UN_SIGN,
+    OKPU_V5_UN_SIN, OKPU_V5_UN_SQRT, OKPU_V5_UN_SQUARE, OKPU_V5_UN_TANH, OKPU_V5_UN_ERF = 18,
+    OKPU_V5_UN_SIGMOID = 32 /* SIGMOID: 1 / (1 + exp(-x)) */
+};
+typedef struct okpu_v5_unary_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    uint32_t op;
+    okpu_v5_nd nd;
+} okpu_v5_unary_args;
+
+/* REDUCE_ARG on f32 along one axis: `nd` walks every position with that axis at extent 1; the index of the first
+ * (select_last: last) maximum (arg_max) or minimum along it, written as i32 or i64 (out_i64). */
+typedef struct okpu_v5_arg_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    uint32_t len, arg_max, select_last, out_i64;
+    int32_t in_step;
+    okpu_v5_nd nd;
+} okpu_v5_arg_args;
+
+/* GATHER along `axis`: out[o..., i..., n...] = in[o..., indices[i...], n...] (indices i32, dense, each in
+ * 0 .. axis_dim - 1: checked at load when they are constants, while running otherwise). `nd` walks the output
+ * (its shape and strides; in_stride unused); in_stride holds the input's strides on its own axes. */
+typedef struct okpu_v5_gather_args {
+    const uint8_t *src, *indices;
+    uint8_t *dst;
+    uint32_t esize, axis, in_rank, idx_rank, axis_dim;
+    int32_t in_stride[OKPU_V5_MAX_RANK];
+    okpu_v5_nd nd;
+} okpu_v5_gather_args;
+
 struct okpu_run_ctx;
 int okpu_step_v5_download(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_copy(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
@@ -168,5 +207,8 @@ int okpu_step_v5_resize(const struct okpu_run_ctx *ctx, const void *args, okpu_e
 int okpu_step_v5_matmul(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_convert(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 int okpu_step_v5_lut(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_unary(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_arg(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
+int okpu_step_v5_gather(const struct okpu_run_ctx *ctx, const void *args, okpu_error *err);
 
 #endif

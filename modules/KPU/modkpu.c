@@ -6,9 +6,10 @@
  * either. This file only translates between MicroPython objects and the portable core (c_src/okpu.h).
  *
  *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
- *              max_work=None)
+ *              max_work=None, nncase=None)
  *   act_round: 0 / "half_even" (default), 1 / "half_up", 2 / "sdk_carry", 3 / "nncase1" (nncase 1.x's Simulator);
- *   accepted and ignored on a board build (OKPU_HAVE_K210_HW: the chip rounds), as the other emulator options
+ *   accepted and ignored on a board build (OKPU_HAVE_K210_HW: the chip rounds), as the other emulator options are.
+ *   nncase: kmodel v5's compiler release ("1.9.0", "1.4" ...); None: detected from the file.
  *   _kpu.status_name(code), _kpu.error_text(what, code, message)
  *   Records as in CPython (python/_kpumodule.c): LayerInfo, TensorInfo, Output, Box: tuples whose items are also
  *   named attributes, printed as CPython prints its struct sequences; memory() is a dict.
@@ -34,6 +35,7 @@
 #include "py/objtuple.h"
 
 #include "okpu.h"
+#include "kmodel/kmodel_v5_release.h"
 #include "core/floats.h"
 #include "post/face.h"
 #include "post/yolo2.h"
@@ -270,7 +272,7 @@ static mp_obj_t kpu_new_record(const mp_obj_type_t *type, const qstr *fields, si
 
 static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *all_args) {
     enum { ARG_data, ARG_conv_offset, ARG_act_round, ARG_v3_quant_round, ARG_v4_quant_round, ARG_mean_border,
-           ARG_max_work };
+           ARG_max_work, ARG_nncase };
     static const mp_arg_t allowed_args[] = {
         { MP_QSTR_data, MP_ARG_REQUIRED | MP_ARG_OBJ, {.u_obj = MP_OBJ_NULL} },
         { MP_QSTR_conv_offset, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_CONV_OFFSET_PER_CHANNEL} },
@@ -279,6 +281,7 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
         { MP_QSTR_v4_quant_round, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_ROUND_HALF_UP} },
         { MP_QSTR_mean_border, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_MEAN_BORDER_REPLICATE} },
         { MP_QSTR_max_work, MP_ARG_KW_ONLY | MP_ARG_OBJ, {.u_obj = mp_const_none} }, /* None: the default */
+        { MP_QSTR_nncase, MP_ARG_KW_ONLY | MP_ARG_OBJ, {.u_obj = mp_const_none} }, /* kmodel v5: None = detect */
     };
     mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
     mp_arg_parse_all_kw_array(n_args, n_kw, all_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
@@ -309,6 +312,14 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
                 "max_work must be a positive int (operations a forward pass may cost), not %d", (int)mw);
         }
         opts.max_work = (uint64_t)mw;
+    }
+    if (args[ARG_nncase].u_obj != mp_const_none) {
+        const char *rel = mp_obj_str_get_str(args[ARG_nncase].u_obj);
+        if ((opts.v5_release = okpu_v5_release_parse(rel)) < 0) {
+            kpu_raise_fmt(&mp_type_ValueError, "load", OKPU_ERR_PARAM,
+                "nncase='%s' is not an nncase 1.x release; expected one of %s, or None to detect it from the file",
+                rel, okpu_v5_release_names);
+        }
     }
     #ifdef OKPU_HAVE_K210_HW
     opts.backend = OKPU_BACKEND_K210; /* a board build runs layers on the chip's KPU (SYSCTL_CLOCK_AI enabled) */
