@@ -45,7 +45,7 @@ Where this differs from MaixPy, on purpose:
 Flash offsets (`load(0x300000)`): on a PC the SPI flash is a file: `set_flash_image(path)` or (CPython) the
 environment variable OPENKPU_FLASH_IMAGE, naming a raw `.bin` dump from address 0 or (CPython) a `.kfpkg`. On a board
 whose MicroPython has `Maix.utils.flash_read` (openkpu's K210 firmware) the on-board SPI flash is read unless
-`set_flash_image` named a file. The model's size is read from its header (kmodel v3 / v4).
+`set_flash_image` named a file. The model's size is read from its header (kmodel v3 / v4 / v5).
 """
 import _kpu
 import gc
@@ -84,6 +84,7 @@ ERR_SIZE_NOTMATCH = 2012
 
 _KMDL = 0x4B4D444C  # 'KMDL' read as a little-endian u32 (bytes "LDMK")
 _MAX_FLASH = 16 * 1024 * 1024  # the largest K210 board flash
+_V5_MAX_MODULES = 16  # the core's limit (c_src/kmodel/kmodel_v5.h); nncase's K210 files have 1 or 2
 
 _flash_path = None
 _flash_reader = None
@@ -245,7 +246,7 @@ def _sum_bodies(table, count):
 
 
 def _model_size(reader, offset):
-    """The size of the kmodel at `offset`, from its header; None when no v3/v4 header is there."""
+    """The size of the kmodel at `offset`, from its header; None when no v3/v4/v5 header is there."""
     w0, w1 = _u32s(reader.read(offset, 8), 2)
     if w0 == 3:
         h = _u32s(reader.read(offset, 28), 7)
@@ -264,7 +265,36 @@ def _model_size(reader, offset):
                                                                               constants))
         pos = 40 + 32 * inputs + 16 * outputs + constants
         return pos + 8 * nodes + _sum_bodies(reader.read(offset + pos, 8 * nodes), nodes)
+    if w0 == _KMDL and w1 == 5:
+        return _v5_size(reader, offset)
     return None
+
+
+def _v5_size(reader, offset):
+    """kmodel v5: the 32-byte header, then its modules back to back, each sized by its own header (u32 at 24);
+    nothing follows the last one (docs/kmodel-v5.md 2.1). A pre-release file (header_size != 32) or a module
+    running past the flash gets the bytes up to there: the core's message then says what is wrong."""
+    h = _u32s(reader.read(offset, 32), 8)
+    if h[2] != 32:
+        return 64
+    count = h[5]
+    if count > _V5_MAX_MODULES:
+        raise _load_error(ERR_KMODEL_FORMAT, "kmodel v5 header at flash 0x%x declares %d modules (at most %d): not "
+                          "a model" % (offset, count, _V5_MAX_MODULES))
+    end = reader.size() - offset
+    pos = 32
+    i = 0
+    while i < count:
+        if pos + 48 > end:
+            return pos + 48
+        size = _u32s(reader.read(offset + pos + 24, 4), 1)[0]
+        if size < 48 or size > _MAX_FLASH:
+            return pos + 48  # the core names the bad module size
+        pos += size
+        if pos > _MAX_FLASH:
+            break
+        i += 1
+    return pos
 
 
 def _read_flash(offset, swapped=False):
@@ -280,7 +310,7 @@ def _read_flash(offset, swapped=False):
     if size is None:
         if swapped:
             raise _not_swapped_error(offset)
-        # Not v3/v4: hand the core the first bytes so it names the format (v5, encrypted, erased flash, ...).
+        # Not a kmodel: hand the core the first bytes so it names the format (v5, encrypted, erased flash, ...).
         size = 64
     if size > _MAX_FLASH:
         raise _load_error(ERR_KMODEL_FORMAT, "the header at flash 0x%x declares a %d-byte model, more than a "
@@ -1019,7 +1049,7 @@ def _not_swapped_error(offset):
     hint = ""
     if raw == b"\x03\x00\x00\x00" or raw == b"LDMK":
         hint = ": the bytes there are a NOT word-swapped model; use kpu.load(0x%x) for it" % offset
-    return _load_error(2002, "no word-swapped kmodel v3/v4 header at flash 0x%x%s (models for load_flash are "
+    return _load_error(2002, "no word-swapped kmodel v3/v4/v5 header at flash 0x%x%s (models for load_flash are "
                        "swapped per 32-bit word, e.g. by MaixPy-v1_scripts' machine_vision/model_le2be.py)"
                        % (offset, hint))
 
