@@ -955,7 +955,8 @@ def memtest():
 
 
 def set_outputs(net, idx, w, h, ch):
-    """Declare the shape of output idx (kmodel v4, as in MaixPy): w*h*ch float32 values must fill it exactly.
+    """Declare the shape of output idx (kmodel v4, as in MaixPy; v5 too): w*h*ch values (float32, or uint8 for a
+    u8 output) must fill it exactly.
 
     Returns True, or False after printing why (MaixPy's behaviour). Optional here: forward() takes the shape from the
     model where it knows it."""
@@ -973,9 +974,12 @@ def set_outputs(net, idx, w, h, ch):
         print(_text("set_outputs", ERR_PARAM, "w, h, ch must be > 0, got %d, %d, %d" % (w, h, ch)))
         return False
     nbytes = _output_nbytes(m, idx)
-    if w * h * ch * 4 != nbytes:
-        print(_text("set_outputs", ERR_SIZE_NOTMATCH, "output %d holds %d bytes = %d float32 values; "
-                    "w*h*ch = %d*%d*%d = %d values does not match" % (idx, nbytes, nbytes // 4, w, h, ch, w * h * ch)))
+    # float32 outputs (v3/v4 dequantized, v5 float), or the u8 outputs a kmodel v5 can declare
+    size, kind = (4, "float32") if m.output_info(idx).typecode == "f" else (1, "uint8")
+    if w * h * ch * size != nbytes:
+        print(_text("set_outputs", ERR_SIZE_NOTMATCH, "output %d holds %d bytes = %d %s values; "
+                    "w*h*ch = %d*%d*%d = %d values does not match" % (idx, nbytes, nbytes // size, kind, w, h, ch,
+                                                                      w * h * ch)))
         return False
     net._out_shapes[idx] = (w, h, ch)
     return True
