@@ -70,7 +70,8 @@ void okpu_v5_k_quantize(const okpu_v5_quant_args *a)
     const int lo = a->qtype == OKPU_V5_DT_I8 ? -128 : 0, hi = a->qtype == OKPU_V5_DT_I8 ? 127 : 255;
     ND_WALK(&a->nd, {
         float v = okpu_v5_round_even(ld_f32(a->src + si_ * 4) * a->scale + a->bias);
-        int q = v < (float)lo ? lo : v > (float)hi ? hi : (int)v;
+        /* NaN (a NaN scale or bias in the file) takes the low end, as the x86 Simulator's cast does; (int)NaN is UB */
+        int q = !(v >= (float)lo) ? lo : v > (float)hi ? hi : (int)v;
         a->dst[di_] = (uint8_t)q;
     });
 }
