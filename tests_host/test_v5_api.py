@@ -500,3 +500,29 @@ def test_fit_and_memtest_agree_on_v5_models(testdata, capsys):
     kpu.memtest()
     out = capsys.readouterr().out
     assert [l for l in out.splitlines() if str(yolox) in l][0].endswith("; DOES NOT FIT")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the hand-built v5 files the fuzz seeds and the malformed-input suite start from are valid models
+
+
+def test_hand_built_v5_seeds_compute_what_they_say():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fuzz"))
+    import make_seeds
+    import _kpu
+    models = make_seeds.v5_seed_models()
+    x = (np.arange(16) * 37 % 256).astype(np.uint8)
+    m = _kpu.Model(models["v5_kpu_conv"])
+    assert [l.type_name for l in m.layers()] == ["kpu_upload", "kpu_conv2d", "kpu_download"]
+    m.set_input(0, x.tobytes())
+    m.run()
+    got = np.frombuffer(m.output(0).data, np.uint8).reshape(2, 16)
+    # 1x1 conv with weights 1 and 2, BN x1, linear activation: x and min(2x, 255)
+    assert np.array_equal(got[0], x) and np.array_equal(got[1], np.minimum(2 * x.astype(int), 255))
+    q = _kpu.Model(models["v5_stackvm_quantize"])
+    v = np.linspace(-20, 20, 24).astype(np.float32)
+    q.set_input(0, v.tobytes())
+    q.run()
+    u8 = np.clip(np.rint((v * np.float32(8.0)).astype(np.float32) + np.float32(128.0)), 0, 255)
+    want = (u8.astype(np.float32) * np.float32(0.125)).astype(np.float32) + np.float32(-16.0)
+    assert np.array_equal(np.frombuffer(q.output(0).data, np.float32), want)

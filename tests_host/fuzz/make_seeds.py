@@ -170,20 +170,22 @@ class StackCode:
         self.i4(rstride)
 
 
-def v5_stackvm_quantize(scale: float = 8.0) -> bytes:
-    """stackvm only: f32 [1,2,3,4] -> QUANTIZE (u8, data pool) -> DEQUANTIZE -> f32 output."""
+def v5_stackvm_quantize(scale: float = 8.0, q_strides=None, data_pool: int = 24) -> bytes:
+    """stackvm only: f32 [1,2,3,4] -> QUANTIZE (u8, data pool; q_strides: its output strides) -> DEQUANTIZE -> f32
+    output."""
     dims, n = [1, 2, 3, 4], 24
     c = StackCode()
     c.lea(LOC_INPUT, 0), c.lea(LOC_DATA, 0)
-    c.shape(0, dims), c.shape(1, v5_strides(dims)), c.shape(2, v5_strides(dims))
+    c.shape(0, dims), c.shape(1, v5_strides(dims)), c.shape(2, v5_strides(dims) if q_strides is None else q_strides)
     c.r4(scale), c.r4(128.0)
     c.tensor(0x14, bytes([V5_F32, V5_U8, 0, 1, 2]))
     c.lea(LOC_DATA, 0), c.lea(LOC_OUTPUT, 0)
+    c.shape(1, v5_strides(dims) if q_strides is None else q_strides), c.shape(2, v5_strides(dims))
     c.r4(0.125), c.r4(-16.0)
     c.tensor(0x0B, bytes([V5_U8, V5_F32, 0, 1, 2]))
     fn = V5Function(c.b, [(v5_range(LOC_INPUT, V5_F32, 0, 4 * n), dims)],
                     [(v5_range(LOC_OUTPUT, V5_F32, 0, 4 * n), dims)], 4 * n, 4 * n)
-    return v5_file([("stackvm", [fn], b"", n, 8)], 8)
+    return v5_file([("stackvm", [fn], b"", data_pool, 8)], 8)
 
 
 def v5_kpu_conv(weights=(1, 2), in_dims=(1, 1, 4, 4), dst_row=8) -> bytes:
@@ -232,7 +234,10 @@ def v5_seed_models():
 def v5_regression_models():
     """Name -> bytes of hand-built equivalents of what fuzz_v5 found (the found inputs were mutated real models)."""
     # QUANTIZE with a NaN scale: (int)NaN was undefined behaviour in okpu_v5_k_quantize (UBSan)
-    return {"fuzz_v5_quantize_nan_scale": v5_stackvm_quantize(scale=float("nan"))}
+    # a step whose output strides are all 0 in a 1-byte pool: the partial-run output was described as the dense
+    # 24 bytes, read past the pool (ASan: heap-buffer-overflow in fuzz_model.h reading the output)
+    return {"fuzz_v5_quantize_nan_scale": v5_stackvm_quantize(scale=float("nan")),
+            "fuzz_v5_partial_output_outside_its_pool": v5_stackvm_quantize(q_strides=[0, 0, 0, 0], data_pool=1)}
 
 
 def write_v5_corpus() -> None:
