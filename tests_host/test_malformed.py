@@ -607,7 +607,8 @@ def v5_cases():
         V5Case("v5 pre-release header_size 0", put(d, 8, 0), 2002, ["pre-release / development-build v5", "byte 8"]),
         # module headers and mempools
         V5Case("v5 module 0 size 0", put(d, m0 + 24, 0), 2003, ["module 0 (stackvm)", "size 0 at byte %d" % (m0 + 24)]),
-        V5Case("v5 module 0 size 0xffffffff", put(d, m0 + 24, BAD), 2003, ["size 4294967295", "to the end of the file"]),
+        V5Case("v5 module 0 size 0xffffffff", put(d, m0 + 24, BAD), 2003, ["size 4294967295",
+                                                                           "to the end of the file"]),
         V5Case("v5 module 1 size + 8", put(d, m1 + 24, k210["size"] + 8), 2003, ["module 1 (k210)",
                                                                                  "size %d" % (k210["size"] + 8)]),
         V5Case("v5 module 1 size - 8", put(d, m1 + 24, k210["size"] - 8), 2003, ["section's padding and body",
