@@ -44,7 +44,8 @@ static void st_f32(uint8_t *p, float f)
 void okpu_v5_k_copy(const okpu_v5_copy_args *a)
 {
     const size_t e = a->esize;
-    ND_WALK(&a->nd, memcpy(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
+    /* memmove: a file may make an element's source and destination overlap (found by fuzz_v5) */
+    ND_WALK(&a->nd, memmove(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
 }
 
 float okpu_v5_round_even(float x)
@@ -110,7 +111,7 @@ void okpu_v5_k_pad(const okpu_v5_pad_args *a)
             src += i * a->in_stride[k];
         }
         if (inside)
-            memcpy(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e);
+            memmove(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e); /* may overlap, as in copy */
         else
             memcpy(a->dst + di_ * (int64_t)e, a->value, e);
     });

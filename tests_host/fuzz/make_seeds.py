@@ -188,6 +188,21 @@ def v5_stackvm_quantize(scale: float = 8.0, q_strides=None, data_pool: int = 24)
     return v5_file([("stackvm", [fn], b"", data_pool, 8)], 8)
 
 
+def v5_stackvm_overlapping_copy() -> bytes:
+    """stackvm only: COPY the f32 [1,2] input to the output, then COPY output bytes 0..3 onto bytes 2..5: an element
+    whose source and destination overlap."""
+    c = StackCode()
+    c.lea(LOC_INPUT, 0), c.lea(LOC_OUTPUT, 0)
+    c.shape(0, [1, 2]), c.shape(1, [2, 1]), c.shape(2, [2, 1])
+    c.tensor(0x09, bytes([V5_F32, 0, 1, 2]))
+    c.lea(LOC_OUTPUT, 0), c.lea(LOC_OUTPUT, 2)
+    c.shape(0, [1, 1]), c.shape(1, [1, 1]), c.shape(2, [1, 1])
+    c.tensor(0x09, bytes([V5_F32, 0, 1, 2]))
+    fn = V5Function(c.b, [(v5_range(LOC_INPUT, V5_F32, 0, 8), [1, 2])], [(v5_range(LOC_OUTPUT, V5_F32, 0, 8), [1, 2])],
+                    8, 8)
+    return v5_file([("stackvm", [fn], b"", 0, 8)], 8)
+
+
 def v5_kpu_conv(weights=(1, 2), in_dims=(1, 1, 4, 4), dst_row=8) -> bytes:
     """stackvm CALL -> a k210 function: kpu_upload of the u8 input, one 1x1 KPU conv (one weight per output channel,
     BN x1, linear activation: out channel o = min(255, x * weights[o])), kpu_download to the u8 output."""
@@ -237,7 +252,9 @@ def v5_regression_models():
     # a step whose output strides are all 0 in a 1-byte pool: the partial-run output was described as the dense
     # 24 bytes, read past the pool (ASan: heap-buffer-overflow in fuzz_model.h reading the output)
     return {"fuzz_v5_quantize_nan_scale": v5_stackvm_quantize(scale=float("nan")),
-            "fuzz_v5_partial_output_outside_its_pool": v5_stackvm_quantize(q_strides=[0, 0, 0, 0], data_pool=1)}
+            "fuzz_v5_partial_output_outside_its_pool": v5_stackvm_quantize(q_strides=[0, 0, 0, 0], data_pool=1),
+            # COPY of an element onto bytes that overlap it: memcpy with overlapping ranges (ASan: memcpy-param-overlap)
+            "fuzz_v5_copy_overlapping_element": v5_stackvm_overlapping_copy()}
 
 
 def write_v5_corpus() -> None:
