@@ -31,8 +31,8 @@ Where this differs from MaixPy, on purpose:
   models; `fits()` is the verdict both give); `memory(net)` / `net.memory()` return the same figures as a dict.
 - Error texts are worded by the C core (`_kpu.error_text`), the same from the CPython and the MicroPython binding.
 - `load(path)` does not insist on ".kmodel" in the file name.
-- kmodel v4: `forward` works without `set_outputs`; the shape comes from the model where it is known, else a flat
-  (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
+- kmodel v4 (and v5): `forward` works without `set_outputs`; the shape comes from the model where it is known, else a
+  flat (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
 - `run_yolo2`: classes come from anchor_num (MaixPy assumed 5 anchors), any number of detections (MaixPy kept 10),
   a clear error when `init_yolo2` was not called (MaixPy crashed), the output is not altered in place (so
   `get_output` still sees the model's numbers), boxes are clamped to the image.
@@ -791,7 +791,8 @@ class kpu_layer(object):
         return self._t.index
 
     def type(self):
-        """Layer type id (v3) or opcode (v4); type_name() is its name."""
+        """Layer type id (v3), opcode (v4), or (v5) the stackvm tensor-function id in the numbering of the nncase
+        release that wrote the file, or the k210 instruction's opcode; type_name() is its name and tells them apart."""
         return self._t.type
 
     def type_name(self):
