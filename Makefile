@@ -203,7 +203,7 @@ ctest: ctest-build
 # make fuzz-replay          replays tests_host/fuzz/corpus/<target>/ (every input that ever failed) through each
 #                           target, then fuzzes each briefly (FUZZ_REPLAY_SECONDS): part of make test.
 FUZZ_CC       ?= clang
-FUZZ_TARGETS  := fuzz_v3 fuzz_v4 fuzz_post
+FUZZ_TARGETS  := fuzz_v3 fuzz_v4 fuzz_v5 fuzz_post
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_FLAGS    := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ic_src
 FUZZ_SECONDS  ?= 60

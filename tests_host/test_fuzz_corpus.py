@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The fuzz regression corpus (tests_host/fuzz/corpus/fuzz_v3, fuzz_v4: every input that ever failed) through the
-CPython binding and the host MicroPython. Each file runs in its own interpreter process, so a crash is this test's
-failure with the file named, not a dead test runner: the file must load and run, or raise MaixPy's error (a
-ValueError carrying "[MAIXPY]kpu: ... error:<code>, ERR_<name>") - never a signal."""
+"""The fuzz regression corpus (tests_host/fuzz/corpus/fuzz_v3, fuzz_v4, fuzz_v5: every input that ever failed, and
+the hand-built v5 seeds) through the CPython binding and the host MicroPython. Each file runs in its own interpreter
+process, so a crash is this test's failure with the file named, not a dead test runner: the file must load and run,
+or raise MaixPy's error (a ValueError carrying "[MAIXPY]kpu: ... error:<code>, ERR_<name>") - never a signal."""
 import pathlib
 import subprocess
 import sys
@@ -13,7 +13,7 @@ from test_micropython import host_mpy  # noqa: F401  (builds build/micropython-h
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests_host" / "fuzz" / "corpus"
-FILES = sorted(p for t in ("fuzz_v3", "fuzz_v4") for p in (CORPUS / t).glob("*") if p.is_file())
+FILES = sorted(p for t in ("fuzz_v3", "fuzz_v4", "fuzz_v5") for p in (CORPUS / t).glob("*") if p.is_file())
 
 # Valid MicroPython and CPython: the binding's calls only. The v3 reader needs the version the fuzz target forces.
 SCRIPT = """
@@ -38,7 +38,8 @@ except ValueError as e:
 
 
 def _magic(path):
-    return b"\x03\x00\x00\x00" if path.parent.name == "fuzz_v3" else b"LDMK\x04\x00\x00\x00"
+    return {"fuzz_v3": b"\x03\x00\x00\x00", "fuzz_v4": b"LDMK\x04\x00\x00\x00",
+            "fuzz_v5": b"LDMK\x05\x00\x00\x00\x20\x00\x00\x00"}[path.parent.name]
 
 
 def _check(proc, path):

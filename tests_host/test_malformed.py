@@ -519,3 +519,198 @@ def test_cli_under_sanitizers(okpu_run):
             elif r.returncode not in (0, 2) or (r.returncode == 2 and "error " not in r.stdout):
                 failures.append("%s: loaded by _kpu, okpu_run exit %d: %r" % (c.name, r.returncode, r.stdout[-300:]))
     assert not failures, "%d/%d files:\n%s" % (len(failures), len(cases), "\n\n".join(failures[:10]))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kmodel v5: damage to the container (header, modules, mempools, functions, sections), the k210 instructions and the
+# stackvm code of small hand-built files (tests_host/fuzz/make_seeds.py, written from docs/kmodel-v5.md). Every case
+# names the error code and the words the message must contain: what is wrong and where (a byte offset).
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fuzz"))
+import make_seeds  # noqa: E402
+
+V5_SEEDS = make_seeds.v5_seed_models()
+V5_CONV = V5_SEEDS["v5_kpu_conv"]
+V5_QUANT = V5_SEEDS["v5_stackvm_quantize"]
+TRUNCATED = "the file is truncated or corrupt"
+
+
+def v5_layout(data):
+    """The container of a v5 file (docs/kmodel-v5.md section 2), read independently of the core: per module its
+    start, size, mempool descriptor offsets, function header offsets and sections {name: (header, body, size)}."""
+    count = struct.unpack_from("<I", data, 20)[0]
+    mods, pos = [], 32
+    for _ in range(count):
+        size, npool, nshared, nsec, nfn = struct.unpack_from("<5I", data, pos + 24)
+        p = pos + 48
+        pools = [p + 8 * k for k in range(npool)]
+        p += 8 * (npool + nshared)
+        fns = []
+        for _ in range(nfn):
+            fns.append(p)
+            p += struct.unpack_from("<I", data, p + 4)[0]
+        secs = {}
+        for _ in range(nsec):
+            name = data[p:p + 16].rstrip(b"\0").decode()
+            padding, body = struct.unpack_from("<2I", data, p + 20)
+            secs[name] = (p, p + 32 + padding, body)
+            p += 32 + padding + body
+        mods.append(dict(kind=data[pos:pos + 16].rstrip(b"\0").decode(), start=pos, size=size, pools=pools, fns=fns,
+                         secs=secs))
+        pos += size
+    return mods
+
+
+def put(data, offset, value, fmt="<I"):
+    b = bytearray(data)
+    b[offset:offset + struct.calcsize(fmt)] = struct.pack(fmt, value)
+    return bytes(b)
+
+
+class V5Case:
+    def __init__(self, name, data, code, words):
+        self.name, self.data, self.code, self.words = name, bytes(data), code, ["byte"] + list(words)
+
+    def check(self):
+        code, msg = try_load(self.data)
+        assert code is not None, "%s: loaded and ran, expected a load error" % self.name
+        assert code == self.code and "error:%d" % code in msg, "%s: error %d, expected %d: %s" % (
+            self.name, code, self.code, msg)
+        # a word, or a tuple of words one of which must be there
+        missing = [w for w in self.words if not any(x in msg for x in ((w,) if isinstance(w, str) else w))]
+        assert not missing, "%s: the message lacks %s: %s" % (self.name, missing, msg)
+        return code
+
+
+def v5_cases():
+    d = V5_CONV
+    stackvm, k210 = v5_layout(d)
+    m0, m1, f1 = stackvm["start"], k210["start"], k210["fns"][0]
+    rdata, text = k210["secs"][".rdata"], k210["secs"][".text"]
+    t = text[1]  # k210 code: kpu_upload at +0 (44 bytes), kpu_conv2d at +44 (152), kpu_download at +196 (44)
+    conv, down = t + 44, t + 196
+    s = stackvm["secs"][".text"][1]
+    call = s + d[s:s + stackvm["secs"][".text"][2]].index(b"\x5e\x03\x00")  # TENSOR CALL (id 0x03)
+    cases = [
+        # truncations: the header, a module header, a module body, inside the k210 module, the last byte
+        V5Case("v5 cut at 31", d[:31], 2003, ["32-byte model header", TRUNCATED]),
+        V5Case("v5 cut at 40", d[:40], 2003, ["48-byte module header at byte 32", "ends at byte 40", TRUNCATED]),
+        V5Case("v5 cut at 100", d[:100], 2003, ["module 0 (stackvm) at byte 32", "size 376", TRUNCATED]),
+        V5Case("v5 cut in the k210 .text", d[:t + 50], 2003, ["module 1 (k210)", "to the end of the file"]),
+        V5Case("v5 cut by one byte", d[:-1], 2003, ["module 1 (k210)", "expected 48 .. %d" % (len(d) - 1 - m1)]),
+        # model header
+        V5Case("v5 0 modules", put(d, 20, 0), 2003, ["at byte 20", "0 modules", "expected 1 .. 16"]),
+        V5Case("v5 17 modules", put(d, 20, 17), 2003, ["17 modules", "expected 1 .. 16"]),
+        V5Case("v5 3 modules in a 2-module file", put(d, 20, 3), 2003, ["48-byte module header at byte %d" % len(d)]),
+        V5Case("v5 entry module 2", put(d, 24, 2), 2003, ["at byte 24", "entry module 2", "a module below 2"]),
+        V5Case("v5 entry function 1", put(d, 28, 1), 2003, ["entry module 0, function 1", "a function it has"]),
+        V5Case("v5 pre-release header_size 0", put(d, 8, 0), 2002, ["pre-release / development-build v5", "byte 8"]),
+        # module headers and mempools
+        V5Case("v5 module 0 size 0", put(d, m0 + 24, 0), 2003, ["module 0 (stackvm)", "size 0 at byte %d" % (m0 + 24)]),
+        V5Case("v5 module 0 size 0xffffffff", put(d, m0 + 24, BAD), 2003, ["size 4294967295",
+                                                                           "to the end of the file"]),
+        V5Case("v5 module 1 size + 8", put(d, m1 + 24, k210["size"] + 8), 2003, ["module 1 (k210)",
+                                                                                 "size %d" % (k210["size"] + 8)]),
+        V5Case("v5 module 1 size - 8", put(d, m1 + 24, k210["size"] - 8), 2003, ["section's padding and body",
+                                                                                 "inside its module"]),
+        V5Case("v5 module 1 with 5 sections", put(d, m1 + 36, 5), 2003, ["32-byte section header", "its module"]),
+        V5Case("v5 module 1 with 200 mempools", put(d, m1 + 28, 200), 2003, ["200 mempools", "do not fit its"]),
+        V5Case("v5 module type k211", d[:m1] + b"k211" + d[m1 + 4:], 2002, ['type "k211"', '"stackvm" or "k210"']),
+        V5Case("v5 rdata mempool 0xffffffff", put(d, k210["pools"][0] + 4, BAD), 2003, [
+            "its .rdata section has %d bytes" % rdata[2], "rdata mempool declares 4294967295"]),
+        # function headers
+        V5Case("v5 k210 function size 0xffffffff", put(d, f1 + 4, BAD), 2003, ["function 0 header at byte %d" % f1,
+                                                                              "size 4294967295"]),
+        V5Case("v5 k210 function input pool 0", put(d, f1 + 8, 0), 2003, ["function 0 input 0",
+                                                                          "past the function's input pool of 0"]),
+        V5Case("v5 k210 function 1000 inputs", put(d, f1 + 16, 1000), 2003, ["1000 inputs", "at most 16"]),
+        V5Case("v5 k210 entrypoint 0xffffffff", put(d, f1 + 24, BAD), 2003, ["code at .text + 4294967295",
+                                                                            "inside the module's .text"]),
+        V5Case("v5 k210 text_size 0xffffffff", put(d, f1 + 28, BAD), 2003, ["4294967295 bytes",
+                                                                           ".text of %d bytes" % text[2]]),
+        # sections
+        V5Case("v5 .rdata size 0xffffffff", put(d, rdata[0] + 24, BAD), 2003, ["section's padding and body",
+                                                                              "inside its module"]),
+        V5Case("v5 .rdata padding 0xffffffff", put(d, rdata[0] + 20, BAD), 2003, ["section's padding and body"]),
+        V5Case("v5 .text one byte longer", put(d, text[0] + 24, text[2] + 1), 2003, [
+            "expected %d bytes inside its module" % (text[1] - text[0] - 32 + text[2] + 1)]),
+        V5Case("v5 .text renamed", d[:text[0]] + b".texx" + d[text[0] + 5:], 2003, [".text of 0 bytes"]),
+        # k210 instruction operands
+        V5Case("v5 k210 opcode 7", put(d, t, 7, "<B"), 2003, ["instruction word 0x00000007", "k210_illegal"]),
+        V5Case("v5 kpu_upload into KPU RAM byte 0x200000", put(d, t + 20, 0x200000), 2003, [
+            "kpu_upload at byte %d" % t, "output range 2097152 + 16 bytes", "ends past the 2097152 bytes"]),
+        V5Case("v5 kpu_upload input size 0xffffffff", put(d, t + 12, BAD), 2003, [
+            "input range of 4294967295 bytes is larger than the 16-byte tensor"]),
+        V5Case("v5 kpu_upload shape 0xffffffff", put(d, t + 28, BAD), 2003, ["shape [4294967295, 1, 4, 4]",
+                                                                            "dimensions 1 .. 4096"]),
+        V5Case("v5 kpu_upload height 0", put(d, t + 36, 0), 2003, ["shape [1, 1, 0, 4]"]),
+        V5Case("v5 kpu_conv2d weights at 0xffffffff", put(d, conv + 8, BAD), 2003, [
+            "kpu_conv2d at byte %d" % conv, "weights range 4294967295 + 2 bytes", "%d bytes" % rdata[2]]),
+        V5Case("v5 kpu_conv2d weights location 9", put(d, conv + 4, 9, "<B"), 2003, ["weights range has location 9"]),
+        V5Case("v5 kpu_conv2d activation table past .rdata", put(d, conv + 32, 264), 2003, [
+            "activation table range 264 + 144 bytes", "ends past the %d bytes" % rdata[2]]),
+        V5Case("v5 kpu_conv2d 0 batches", put(d, conv + 52, 0), 2003, ["batches 0 at byte %d" % (conv + 52),
+                                                                      "expected 1 .. 4096"]),
+        V5Case("v5 kpu_conv2d 0xffffffff batches", put(d, conv + 52, BAD), 2003, ["batches 4294967295"]),
+        V5Case("v5 kpu_download into 1 byte", put(d, down + 24, 1), 2003, ["kpu_download at byte %d" % down,
+                                                                          "32 bytes of main memory (its range has 1)"]),
+        V5Case("v5 kpu_download from KPU RAM byte 0xffffffff", put(d, down + 8, BAD), 2003, [
+            "input range 4294967295 + 32 bytes (location 64)"]),
+        # stackvm code
+        V5Case("v5 stackvm opcode 0xff", put(d, s, 0xFF, "<B"), 2002, ["no nncase 1.x release's tensor-function table",
+                                                                      "byte %d" % s]),
+        V5Case("v5 stackvm LEA_BUFFER location 9", put(d, s + 1, 9, "<B"), 2003, ["LEA_BUFFER at byte %d" % s,
+                                                                                 "location 9"]),
+        V5Case("v5 CALL of function 5", put(d, call + 3, 5), 2003, ["CALL at byte %d" % call, "function 5",
+                                                                   "a function of a k210 module"]),
+        V5Case("v5 CALL of module 7", put(d, call + 7, 7, "<H"), 2003, ["calls module 7"]),
+        V5Case("v5 CALL of the stackvm module", put(d, call + 7, 0, "<H"), 2003, ["calls module 0"]),
+        V5Case("v5 CALL with 3 inputs", put(d, call + 9, 3, "<B"), 2002, ["byte %d" % call, "CALL with"]),
+        V5Case("v5 tensor function 0x7777", put(d, call + 1, 0x7777, "<H"), 2002, ["tensor function id 0x"]),
+    ]
+    # the KPU layer argument of the v5 convolution (96 bytes at +56 of kpu_conv2d): impossible fields, as for v3
+    off = conv + 56
+    fields = kw.unpack_layer_args(d[off:off + 96])
+    for desc, change in KPU_ARG_MUTATIONS:
+        f = dict(fields, **change)
+        if f == fields or desc.startswith("depthwise"):
+            continue
+        cases.append(V5Case("v5 KPU args: %s" % desc, d[:off] + kw.pack_layer_args(f, strict=False) + d[off + 96:],
+                            2003, [("layer 1: KPU", "kpu_conv2d at byte %d: tables" % conv)]))
+    # truncation at every 24th byte of both files, and random bytes behind a v5 header: a code and a byte, always
+    for name, data in (("conv", V5_CONV), ("quantize", V5_QUANT)):
+        for cut in range(8, len(data), 24):
+            # before byte 12 the header_size field itself is missing: a version error
+            cases.append(V5Case("v5 %s cut at %d" % (name, cut), data[:cut], 2002 if cut < 12 else 2003,
+                                ["truncated"]))
+    rng = np.random.default_rng(15)
+    for i in range(6):
+        n = int(rng.integers(32, 2048))
+        cases.append(V5Case("v5 + random %d bytes" % n, b"LDMK" + struct.pack("<II", 5, 32) +
+                            rng.integers(0, 256, n, dtype=np.uint8).tobytes(), 2003, ["kmodel version 5"]))
+    return cases
+
+
+V5_CASES = v5_cases()
+
+
+def test_v5_base_models_are_valid():
+    for data in V5_SEEDS.values():
+        assert try_load(data) == (None, None)
+
+
+@pytest.mark.parametrize("case", V5_CASES, ids=lambda c: c.name)
+def test_malformed_v5(case):
+    case.check()
+
+
+def test_v5_cli_under_sanitizers(okpu_run):
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in V5_CASES:
+            r = run_cli(okpu_run, c.data, tmp)
+            if SAN_REPORT.search(r.stderr):
+                failures.append("%s: sanitizer report:\n%s" % (c.name, r.stderr[-1500:]))
+            elif r.returncode != 2 or ("error %d" % c.code) not in r.stdout:
+                failures.append("%s: okpu_run exit %d, stdout %r" % (c.name, r.returncode, r.stdout[-300:]))
+    assert not failures, "%d/%d files:\n%s" % (len(failures), len(V5_CASES), "\n\n".join(failures[:10]))

@@ -132,6 +132,13 @@ def _real_model_files(d):
         except ImportError:
             return
         Image.open(jpg).convert("RGB").resize((320, 240)).save(d / "face21.bmp")
+    # kmodel v5: an input stored in Fortran order (yolo320_v190.in.npy) as C-order bytes for
+    # tests_device/test_v5_models.py (which can reorder it itself, slowly under QEMU)
+    v5 = TESTDATA / "kmodel_v5_nncase"
+    for name in ("yolo320_v190",):
+        if (v5 / (name + ".in.npy")).exists():
+            import numpy as np
+            (d / (name + ".in.bin")).write_bytes(np.ascontiguousarray(np.load(v5 / (name + ".in.npy"))).tobytes())
     iris = TESTDATA / "iris_fc_cpu_v3_v4" / "iris_v3.kmodel"
     if iris.exists():
         data = iris.read_bytes()

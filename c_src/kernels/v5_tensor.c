@@ -44,7 +44,8 @@ static void st_f32(uint8_t *p, float f)
 void okpu_v5_k_copy(const okpu_v5_copy_args *a)
 {
     const size_t e = a->esize;
-    ND_WALK(&a->nd, memcpy(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
+    /* memmove: a file may make an element's source and destination overlap (found by fuzz_v5) */
+    ND_WALK(&a->nd, memmove(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
 }
 
 float okpu_v5_round_even(float x)
@@ -70,7 +71,8 @@ void okpu_v5_k_quantize(const okpu_v5_quant_args *a)
     const int lo = a->qtype == OKPU_V5_DT_I8 ? -128 : 0, hi = a->qtype == OKPU_V5_DT_I8 ? 127 : 255;
     ND_WALK(&a->nd, {
         float v = okpu_v5_round_even(ld_f32(a->src + si_ * 4) * a->scale + a->bias);
-        int q = v < (float)lo ? lo : v > (float)hi ? hi : (int)v;
+        /* NaN (a NaN scale or bias in the file) takes the low end, as the x86 Simulator's cast does; (int)NaN is UB */
+        int q = !(v >= (float)lo) ? lo : v > (float)hi ? hi : (int)v;
         a->dst[di_] = (uint8_t)q;
     });
 }
@@ -118,7 +120,7 @@ void okpu_v5_k_pad(const okpu_v5_pad_args *a)
             src += i * a->in_stride[k];
         }
         if (inside)
-            memcpy(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e);
+            memmove(a->dst + di_ * (int64_t)e, a->src + src * (int64_t)e, e); /* may overlap, as in copy */
         else
             memcpy(a->dst + di_ * (int64_t)e, a->value, e);
     });

@@ -256,7 +256,8 @@ static int conv2d(k210_call *k, const uint8_t *p)
                        "k210 function %lu, kpu_conv2d at byte %ld: batches %lu at byte %ld; expected 1 .. 4096; %s",
                        (unsigned long)k->fi, k->at, (unsigned long)batches, k->at + 52, redo);
     okpu_kpu_args_decode(p + 56, &args);
-    if ((rc = okpu_kpu_args_check(&args, cx->emit ? cx->nsteps : -1, k->at + 56, cx->err)) != OKPU_OK)
+    /* both passes walk the same steps: nsteps is the index this step gets (netinfo's), not "layer -1" */
+    if ((rc = okpu_kpu_args_check(&args, cx->nsteps, k->at + 56, cx->err)) != OKPU_OK)
         return rc;
     need_w = okpu_kpu_weights_bytes(&args, 1);
     need_bn = okpu_kpu_bn_bytes(&args);

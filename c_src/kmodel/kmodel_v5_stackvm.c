@@ -408,6 +408,7 @@ static void describe(sv *s, const v5_addr *out, uint32_t dt, uint32_t rank, cons
     okpu_layer *L;
     uint32_t dims[4] = {1, 1, 1, 1}, r;
     uint64_t elems = count_elems(rank, shape);
+    uint64_t bytes = elems * okpu_v5_dtype_size(dt) > OKPU_SIZE_LIMIT ? 0 : elems * okpu_v5_dtype_size(dt);
     if (!cx->emit)
         return;
     L = &cx->m->layers[cx->nsteps - 1];
@@ -418,15 +419,16 @@ static void describe(sv *s, const v5_addr *out, uint32_t dt, uint32_t rank, cons
             dims[3] *= shape[r];
     }
     L->out.mem = OKPU_MEM_NONE;
-    /* a dense output in main memory can be shown after a partial run */
-    if (out->pool == V5_POOL_OUT || out->pool == V5_POOL_DATA) {
+    /* a dense output in main memory can be shown after a partial run - if it lies in its pool: the kernels write
+     * through the file's strides, which may overlap or stop short of the dense size (found by fuzz_v5) */
+    if ((out->pool == V5_POOL_OUT || out->pool == V5_POOL_DATA) && out->off + bytes <= okpu_v5_pool_size(cx, out)) {
         L->out.mem = OKPU_MEM_MAIN;
         L->out.offset = (uint32_t)((out->pool == V5_POOL_OUT ? cx->f->out_base : cx->f->mod[out->module].data_base) +
                                    out->off);
     }
     L->out.t.dtype = dt == OKPU_V5_DT_F32 ? OKPU_DTYPE_F32 : OKPU_DTYPE_U8;
     L->out.t.n = dims[0], L->out.t.c = dims[1], L->out.t.h = dims[2], L->out.t.w = dims[3];
-    L->out.t.bytes = (uint32_t)(elems * okpu_v5_dtype_size(dt) > OKPU_SIZE_LIMIT ? 0 : elems * okpu_v5_dtype_size(dt));
+    L->out.t.bytes = (uint32_t)bytes;
     L->out.t.layer = cx->nsteps - 1;
     L->info.output = L->out.t;
     L->info.work = work ? work : 1;

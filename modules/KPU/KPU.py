@@ -31,9 +31,9 @@ Where this differs from MaixPy, on purpose:
   models; `fits()` is the verdict both give); `memory(net)` / `net.memory()` return the same figures as a dict.
 - Error texts are worded by the C core (`_kpu.error_text`), the same from the CPython and the MicroPython binding.
 - `load(path)` does not insist on ".kmodel" in the file name; `load(path, act_round="nncase1")` selects the
-  emulator's activation rounding (see `load`).
-- kmodel v4: `forward` works without `set_outputs`; the shape comes from the model where it is known, else a flat
-  (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
+  emulator's activation rounding and `load(path, nncase="1.4")` a kmodel v5's compiler release (see `load`).
+- kmodel v4 (and v5): `forward` works without `set_outputs`; the shape comes from the model where it is known, else a
+  flat (n, 1, 1). `set_outputs` keeps MaixPy's checks (True/False, codes 2011/2012) and overrides the shape.
 - `run_yolo2`: classes come from anchor_num (MaixPy assumed 5 anchors), any number of detections (MaixPy kept 10),
   a clear error when `init_yolo2` was not called (MaixPy crashed), the output is not altered in place (so
   `get_output` still sees the model's numbers), boxes are clamped to the image.
@@ -46,7 +46,7 @@ Where this differs from MaixPy, on purpose:
 Flash offsets (`load(0x300000)`): on a PC the SPI flash is a file: `set_flash_image(path)` or (CPython) the
 environment variable OPENKPU_FLASH_IMAGE, naming a raw `.bin` dump from address 0 or (CPython) a `.kfpkg`. On a board
 whose MicroPython has `Maix.utils.flash_read` (openkpu's K210 firmware) the on-board SPI flash is read unless
-`set_flash_image` named a file. The model's size is read from its header (kmodel v3 / v4).
+`set_flash_image` named a file. The model's size is read from its header (kmodel v3 / v4 / v5).
 """
 import _kpu
 import gc
@@ -85,6 +85,7 @@ ERR_SIZE_NOTMATCH = 2012
 
 _KMDL = 0x4B4D444C  # 'KMDL' read as a little-endian u32 (bytes "LDMK")
 _MAX_FLASH = 16 * 1024 * 1024  # the largest K210 board flash
+_V5_MAX_MODULES = 16  # the core's limit (c_src/kmodel/kmodel_v5.h); nncase's K210 files have 1 or 2
 
 _flash_path = None
 _flash_reader = None
@@ -246,7 +247,7 @@ def _sum_bodies(table, count):
 
 
 def _model_size(reader, offset):
-    """The size of the kmodel at `offset`, from its header; None when no v3/v4 header is there."""
+    """The size of the kmodel at `offset`, from its header; None when no v3/v4/v5 header is there."""
     w0, w1 = _u32s(reader.read(offset, 8), 2)
     if w0 == 3:
         h = _u32s(reader.read(offset, 28), 7)
@@ -265,7 +266,36 @@ def _model_size(reader, offset):
                                                                               constants))
         pos = 40 + 32 * inputs + 16 * outputs + constants
         return pos + 8 * nodes + _sum_bodies(reader.read(offset + pos, 8 * nodes), nodes)
+    if w0 == _KMDL and w1 == 5:
+        return _v5_size(reader, offset)
     return None
+
+
+def _v5_size(reader, offset):
+    """kmodel v5: the 32-byte header, then its modules back to back, each sized by its own header (u32 at 24);
+    nothing follows the last one (docs/kmodel-v5.md 2.1). A pre-release file (header_size != 32) or a module
+    running past the flash gets the bytes up to there: the core's message then says what is wrong."""
+    h = _u32s(reader.read(offset, 32), 8)
+    if h[2] != 32:
+        return 64
+    count = h[5]
+    if count > _V5_MAX_MODULES:
+        raise _load_error(ERR_KMODEL_FORMAT, "kmodel v5 header at flash 0x%x declares %d modules (at most %d): not "
+                          "a model" % (offset, count, _V5_MAX_MODULES))
+    end = reader.size() - offset
+    pos = 32
+    i = 0
+    while i < count:
+        if pos + 48 > end:
+            return pos + 48
+        size = _u32s(reader.read(offset + pos + 24, 4), 1)[0]
+        if size < 48 or size > _MAX_FLASH:
+            return pos + 48  # the core names the bad module size
+        pos += size
+        if pos > _MAX_FLASH:
+            break
+        i += 1
+    return pos
 
 
 def _read_flash(offset, swapped=False):
@@ -281,7 +311,7 @@ def _read_flash(offset, swapped=False):
     if size is None:
         if swapped:
             raise _not_swapped_error(offset)
-        # Not v3/v4: hand the core the first bytes so it names the format (v5, encrypted, erased flash, ...).
+        # Not a kmodel: hand the core the first bytes so it names the format (v5, encrypted, erased flash, ...).
         size = 64
     if size > _MAX_FLASH:
         raise _load_error(ERR_KMODEL_FORMAT, "the header at flash 0x%x declares a %d-byte model, more than a "
@@ -771,7 +801,8 @@ class kpu_layer(object):
         return self._t.index
 
     def type(self):
-        """Layer type id (v3) or opcode (v4); type_name() is its name."""
+        """Layer type id (v3), opcode (v4), or (v5) the stackvm tensor-function id in the numbering of the nncase
+        release that wrote the file, or the k210 instruction's opcode; type_name() is its name and tells them apart."""
         return self._t.type
 
     def type_name(self):
@@ -935,7 +966,8 @@ def memtest():
 
 
 def set_outputs(net, idx, w, h, ch):
-    """Declare the shape of output idx (kmodel v4, as in MaixPy): w*h*ch float32 values must fill it exactly.
+    """Declare the shape of output idx (kmodel v4, as in MaixPy; v5 too): w*h*ch values (float32, or uint8 for a
+    u8 output) must fill it exactly.
 
     Returns True, or False after printing why (MaixPy's behaviour). Optional here: forward() takes the shape from the
     model where it knows it."""
@@ -953,9 +985,12 @@ def set_outputs(net, idx, w, h, ch):
         print(_text("set_outputs", ERR_PARAM, "w, h, ch must be > 0, got %d, %d, %d" % (w, h, ch)))
         return False
     nbytes = _output_nbytes(m, idx)
-    if w * h * ch * 4 != nbytes:
-        print(_text("set_outputs", ERR_SIZE_NOTMATCH, "output %d holds %d bytes = %d float32 values; "
-                    "w*h*ch = %d*%d*%d = %d values does not match" % (idx, nbytes, nbytes // 4, w, h, ch, w * h * ch)))
+    # float32 outputs (v3/v4 dequantized, v5 float), or the u8 outputs a kmodel v5 can declare
+    size, kind = (4, "float32") if m.output_info(idx).typecode == "f" else (1, "uint8")
+    if w * h * ch * size != nbytes:
+        print(_text("set_outputs", ERR_SIZE_NOTMATCH, "output %d holds %d bytes = %d %s values; "
+                    "w*h*ch = %d*%d*%d = %d values does not match" % (idx, nbytes, nbytes // size, kind, w, h, ch,
+                                                                      w * h * ch)))
         return False
     net._out_shapes[idx] = (w, h, ch)
     return True
@@ -1029,7 +1064,7 @@ def _not_swapped_error(offset):
     hint = ""
     if raw == b"\x03\x00\x00\x00" or raw == b"LDMK":
         hint = ": the bytes there are a NOT word-swapped model; use kpu.load(0x%x) for it" % offset
-    return _load_error(2002, "no word-swapped kmodel v3/v4 header at flash 0x%x%s (models for load_flash are "
+    return _load_error(2002, "no word-swapped kmodel v3/v4/v5 header at flash 0x%x%s (models for load_flash are "
                        "swapped per 32-bit word, e.g. by MaixPy-v1_scripts' machine_vision/model_le2be.py)"
                        % (offset, hint))
 

@@ -12,7 +12,7 @@
 Everything about the model comes from the C core (`_kpu.Model`: layers(), inputs(), output_info(), memory(), read by
 their field names); this module only arranges it. The memory budget, the fit verdict and the KPU RAM row notation are
 the ones `kpu.memtest()` uses (`KPU.budget`, `KPU.fits`, `KPU.rows_text`), so the two always agree. A file the loader
-refuses (kmodel v5 from nncase >= 1.0, garbage, a truncated file) is reported with the loader's own message.
+refuses (garbage, a truncated file, a pre-release kmodel v5) is reported with the loader's own message.
 
 Exit codes: 0 = done / fits, 1 = `fit`: does not fit, 2 = error (unreadable or invalid model, bad option).
 `swap --check` exits 0 for a plain and for a word-swapped kmodel (it prints which) and 2 for anything else.
@@ -27,6 +27,8 @@ checked per model, not summed. MaixPy loads at most 5 models at once.
 `swap` does what MaixPy-v1_scripts' machine_vision/model_le2be.py does: reverse the 4 bytes of every 32-bit word.
 A file whose length is not a multiple of 4 is padded with ASCII '0' bytes (0x30), exactly as model_le2be.py pads,
 so the two tools give identical files; the padding lies past the model's end, where the loader never reads.
+The swap is the same for every format (it undoes the board's 32-bit flash reads), so kmodel v5 files swap too and
+openkpu's `kpu.load_flash` reads them; MaixPy's own firmware loads no kmodel v5 at all (`swap` says so).
 """
 import argparse
 import array
@@ -61,7 +63,8 @@ DEFAULT_FIRMWARE = KPU.DEFAULT_FIRMWARE
 PAD_BYTE = b"0"  # model_le2be.py pads a short last word with ASCII '0'
 MAIXPY_LOAD_FLASH_TABLES = 4 * KIB  # MaixPy's load_flash wants header + tables in the first 4 KiB
 
-FORMAT_NAMES = {3: "kmodel v3 (nncase v0.1.x / Maix-EMC)", 4: "kmodel v4 (nncase v0.2.x)"}
+FORMAT_NAMES = {3: "kmodel v3 (nncase v0.1.x / Maix-EMC)", 4: "kmodel v4 (nncase v0.2.x)",
+                5: "kmodel v5 (nncase v1.x, K210 target)"}
 DTYPE_NAMES = {"B": "uint8", "f": "float32"}
 KERNEL_NAMES = {0: "1x1", 1: "3x3"}
 # docs/kpu-reference.md section 4, step 4
@@ -309,7 +312,7 @@ def format_layers(layers):
     return ["Layers"] + format_table(["#", "type", "body B", "KPU MACs", "details [work]"], rows, "><>><")
 
 
-def format_totals(totals):
+def format_totals(totals, version):
     by_type = ", ".join("%s %d" % item for item in totals["by_type"].items())
     lines = ["Totals",
              "  layers: %d (%d KPU, %d CPU): %s" % (totals["layers"], totals["kpu_layers"], totals["cpu_layers"],
@@ -318,7 +321,9 @@ def format_totals(totals):
              "  work per forward (MACs + elements touched): %d (%s) of the %s limit (max_work)"
              % (totals["work"], human_count(totals["work"]), human_count(totals["max_work"])),
              "  layer bodies: %s; before the first body (header, tables, v4 constants): %d B"
-             % (human_bytes(totals["body_bytes"]), totals["tables_bytes"])]
+             % (human_bytes(totals["body_bytes"]), totals["tables_bytes"]) if version < 5 else
+             # a v5 layer's body is its instruction (a stackvm tensor call or a k210 instruction), inside .text
+             "  layer bodies (the instructions in the modules' .text): %s" % human_bytes(totals["body_bytes"])]
     if totals["largest_body"]:
         big = totals["largest_body"]
         lines.append("  largest body: layer %d (%s), %s" % (big["index"], big["type_name"], human_bytes(big["bytes"])))
@@ -343,7 +348,7 @@ def format_inspect(info):
     lines += format_tensors("Inputs", info["inputs"], usage=True) + [""]
     lines += format_tensors("Outputs", info["outputs"], usage=False) + [""]
     lines += format_layers(info["layers"]) + [""]
-    lines += format_totals(info["totals"]) + [""]
+    lines += format_totals(info["totals"], info["version"]) + [""]
     lines += format_memory(info["memory"])
     return "\n".join(lines)
 
@@ -442,8 +447,9 @@ def advice_for_model(m, budget):
     """What to do when one model alone does not fit."""
     tips = []
     over = m["over_bytes"]
-    # two buffers first: the next bodies are read while the KPU runs, so it is the faster way when it fits
-    for buffers, key in ((2, "load_flash_two_buffers"), (1, "load_flash_one_buffer")):
+    # two buffers first: the next bodies are read while the KPU runs, so it is the faster way when it fits.
+    # Not for v5: MaixPy's load_flash streams v3 layer bodies and reads no v5 file (openkpu's reads the whole model).
+    for buffers, key in ((2, "load_flash_two_buffers"), (1, "load_flash_one_buffer")) if m["version"] < 5 else ():
         if m[key] <= budget["for_models"]:
             tips.append("load it with kpu.load_flash(addr, %d, ...): layer bodies are streamed from flash, it "
                         "then needs about %s (largest body %d B x %d, header/tables %d B, main buffer %d B, "
@@ -626,6 +632,10 @@ def cmd_swap_file(src, dst, out, err):
     write_file(dst, swapped)
     out.write("%s: word-swapped kmodel v%d, %d bytes (%d padding bytes '0'), for kpu.load_flash(address, ...)\n"
               % (dst, version, len(swapped), len(swapped) - len(data)))
+    if version >= 5:
+        err.write("note: %s is a kmodel v5: openkpu's kpu.load_flash reads it; MaixPy's own firmware loads no kmodel "
+                  "v5 (neither kpu.load nor kpu.load_flash)\n" % src)
+        return EXIT_OK
     tables = tables_bytes_of(data)
     if tables > MAIXPY_LOAD_FLASH_TABLES:
         err.write("warning: %s: header and tables take %d B; MaixPy's load_flash reads them from the first %d B "
@@ -680,7 +690,7 @@ def build_parser(prog):
     sub.required = True
 
     p = sub.add_parser("inspect", help="format, inputs, outputs, layers, MACs and memory of a .kmodel")
-    p.add_argument("model", help="the .kmodel file (v3 or v4)")
+    p.add_argument("model", help="the .kmodel file (v3, v4 or v5)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     p = sub.add_parser("fit", help="will these models fit on the board, alone and together?",

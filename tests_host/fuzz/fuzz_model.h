@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Shared body of fuzz_v3 and fuzz_v4: load the input as a model through the tracking allocator, and when it loads,
- * feed every input a fixed pattern, run it (fully, then a partial run), read every output, free it, check leaks. */
+/* Shared body of fuzz_v3, fuzz_v4 and fuzz_v5: load the input as a model through the tracking allocator, and when it
+ * loads, feed every input a fixed pattern, run it (fully, then a partial run), read every output, free it, check
+ * leaks. */
 #ifndef OKPU_FUZZ_MODEL_H
 #define OKPU_FUZZ_MODEL_H
 
