@@ -60,6 +60,7 @@ enum {
     PART_COL,
     PART_ACC,
     PART_W_TERM, /* the w-offset terms of a layer no prepare covered */
+    PART_LUT,    /* the activation table (emu_worker.lut) */
     PART_COUNT
 };
 
@@ -91,6 +92,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
         part[PART_COL] = (w + 2u) * sizeof(uint32_t);
         bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
         part[PART_W_TERM] = (uint64_t)a->out_channels * sizeof(int64_t);
+        part[PART_LUT] = EMU_LUT_MAX;
     }
     *total = 0;
     for (i = 0; i < PART_COUNT && !bad; i++) {
@@ -301,6 +303,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         W.box = (uint32_t *)(void *)at[PART_BOX];
         W.col = (uint32_t *)(void *)at[PART_COL];
         W.acc = (uint64_t *)(void *)at[PART_ACC];
+        W.lut = at[PART_LUT];
         if (t) {
             S.w_const = t->term;
         } else {

@@ -93,11 +93,36 @@ static void bn_fast_init(const okpu_kpu_bn *bn, const emu_act_fast *af, int64_t 
     f->usable = 1;
 }
 
+/* The activation of y in segment i, for y that bn_fast_init bounded (|y - x_start[j]| * |y_mul[j]| < 2^61 for every
+ * segment j): the byte okpu_emu_bn_act gives. */
+static inline uint8_t act_fast(int64_t y, int i, const emu_act_fast *A, okpu_round_mode mode)
+{
+    const int64_t d = (y - A->x_start[i]) * A->y_mul[i];
+    int64_t r, q;
+
+    if (mode == OKPU_ROUND_HALF_UP) {
+        r = floor_shift(d + A->half[i], A->shift[i]);
+    } else if (mode == OKPU_ROUND_SDK_CARRY) {
+        const int64_t t = floor_shift(d, A->shift_m1[i]);
+        q = floor_shift(t, 1);
+        r = !A->round_en[i] ? d : ((uint64_t)t & 1u) ? (t >= 0 ? q + 1 : q - 1) : q;
+    } else {
+        /* ties to even: floor((d + 2^(s-1) - 1 + (floor(d / 2^s) & 1)) / 2^s); the added bit makes a tie round up
+         * exactly when the quotient is odd. |d| + 2^(s-1) < 2^62. */
+        const int64_t odd = ((uint64_t)d & A->odd_bit[i]) != 0;
+        r = floor_shift(d + A->half_m1[i] + odd, A->shift[i]);
+    }
+    if (r >= 255)
+        return 255;
+    if (r <= -255)
+        return 0;
+    return okpu_clamp_u8(r + A->bias[i]);
+}
+
 /* bn_act for a channel bn_fast_init accepted: the same byte. */
 static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const emu_act_fast *A, okpu_round_mode mode)
 {
     const int64_t y = floor_shift(alu * b->mul, b->shift) + b->add;
-    int64_t d, r, q;
     int i = b->first;
 
     /* the largest segment i in first..first + 2^steps - 1 with y > x_start[i] (y > x_start[first] holds) */
@@ -117,25 +142,79 @@ static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const em
     default:
         break;
     }
-    d = (y - A->x_start[i]) * A->y_mul[i];
-    if (mode == OKPU_ROUND_HALF_UP) {
-        r = floor_shift(d + A->half[i], A->shift[i]);
-    } else if (mode == OKPU_ROUND_SDK_CARRY) {
-        const int64_t t = floor_shift(d, A->shift_m1[i]);
-        q = floor_shift(t, 1);
-        r = !A->round_en[i] ? d : ((uint64_t)t & 1u) ? (t >= 0 ? q + 1 : q - 1) : q;
-    } else {
-        /* ties to even: floor((d + 2^(s-1) - 1 + (floor(d / 2^s) & 1)) / 2^s); the added bit makes a tie round up
-         * exactly when the quotient is odd. |d| + 2^(s-1) < 2^62. */
-        const int64_t odd = ((uint64_t)d & A->odd_bit[i]) != 0;
-        r = floor_shift(d + A->half_m1[i] + odd, A->shift[i]);
-    }
-    if (r >= 255)
-        return 255;
-    if (r <= -255)
-        return 0;
-    return okpu_clamp_u8(r + A->bias[i]);
+    return act_fast(y, i, A, mode);
 }
+
+/* ---- The activation as a table ----
+ * The activation depends on y alone and is the same for every channel of a layer; in some models (MobileNet) y spans
+ * only a few thousand values per channel, fewer than the pixels the layer computes. Each worker then keeps a table
+ * of the activation of every y in one range, grown as its channels need (it covers the union of the channels' ranges,
+ * an interval whose ends are ends of ranges bn_fast_init bounded, so every y inside is bounded too), and a pixel costs
+ * one multiply, one shift and one load. An entry costs about what a pixel costs on the search path, so the entries a
+ * worker computes for a range of channels are at most half the pixels it computes; a channel the vector path takes
+ * uses the table only when it already covers its range. */
+static void lut_fill(const emu_layer *L, const emu_act_fast *A, uint8_t *t, int64_t y, size_t n)
+{
+    size_t j;
+
+    for (j = 0; j < n; j++, y++) {
+        int i = 0;
+        i += y > A->x_start[i + 8] ? 8 : 0;
+        i += y > A->x_start[i + 4] ? 4 : 0;
+        i += y > A->x_start[i + 2] ? 2 : 0;
+        i += y > A->x_start[i + 1] ? 1 : 0;
+        t[j] = act_fast(y, i, A, L->round);
+    }
+}
+
+void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *c, emu_worker *W, size_t npix,
+                     size_t range_px)
+{
+    const uint64_t budget = (uint64_t)range_px / 2u;
+    int64_t lo, hi;
+    uint64_t fresh;
+
+    c->lut = NULL;
+    if (!c->usable || !W->lut || npix == 0)
+        return;
+    lo = c->ylo;
+    hi = c->yhi; /* |ylo|, |yhi| < 2^61: the differences below do not wrap */
+    if (W->lut_n) {
+        const int64_t old_hi = W->lut_lo + (int64_t)W->lut_n - 1;
+        lo = lo < W->lut_lo ? lo : W->lut_lo;
+        hi = hi > old_hi ? hi : old_hi;
+    }
+    fresh = (uint64_t)(hi - lo) + 1u - W->lut_n;
+    if (c->vec && fresh)
+        return;
+    if ((uint64_t)(hi - lo) >= EMU_LUT_MAX || W->lut_filled + fresh > budget) {
+        /* the union does not fit or costs too much: start over from this channel's range alone if that pays */
+        lo = c->ylo;
+        hi = c->yhi;
+        fresh = (uint64_t)(hi - lo) + 1u;
+        if ((uint64_t)(hi - lo) >= EMU_LUT_MAX || W->lut_filled + fresh > budget || fresh > (uint64_t)npix / 2u)
+            return;
+        W->lut_n = 0;
+    }
+    if (fresh) {
+        const size_t below = W->lut_n ? (size_t)(W->lut_lo - lo) : 0, n = (size_t)(hi - lo) + 1u;
+        if (!W->lut_n) {
+            lut_fill(L, A, W->lut, lo, n);
+        } else {
+            const size_t above = n - below - W->lut_n;
+            if (below)
+                memmove(W->lut + below, W->lut, W->lut_n);
+            lut_fill(L, A, W->lut, lo, below);
+            lut_fill(L, A, W->lut + below + W->lut_n, W->lut_lo + (int64_t)W->lut_n, above);
+        }
+        W->lut_lo = lo;
+        W->lut_n = n;
+        W->lut_filled += (size_t)fresh;
+    }
+    c->lut = W->lut;
+    c->lut_lo = W->lut_lo;
+}
+
 /* ---- Batch norm + activation, two values at a time (x86-64 with SSE4.1, checked at run time) ----
  * The same integers in doubles: every value below is an integer (or an integer times a power of two) under 2^53 in
  * magnitude, where double arithmetic is exact, so floor / nearest-even / +0.5 give bit for bit what the int64 code
@@ -256,6 +335,17 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
         for (; x < end; x += step)
             out[x] = okpu_emu_bn_act((a32 ? (int64_t)a32[x] : (int64_t)a64[x]) + xt[x] + w_const, c->bn, &L->act,
                                      L->act_sorted, L->round);
+        return;
+    }
+    if (c->lut) {
+        const uint8_t *t = c->lut;
+        const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
+        if (a32)
+            for (; x < end; x += step)
+                out[x] = t[floor_shift(((int64_t)a32[x] + xt[x] + w_const) * c->mul, c->shift) + off];
+        else
+            for (; x < end; x += step)
+                out[x] = t[floor_shift(((int64_t)a64[x] + xt[x] + w_const) * c->mul, c->shift) + off];
         return;
     }
 #ifdef EMU_SSE41

@@ -343,7 +343,8 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
 }
 
 /* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
-static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W)
+static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W,
+                      uint32_t channels)
 {
     const runs R = plane_runs(L);
     const uint32_t *acc32 = (const uint32_t *)(const void *)W->acc;
@@ -368,6 +369,10 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, co
     if (has_range)
         alu_range(L, W, x_term, &R, w_const, &lo, &hi);
     okpu_emu_bn_channel_init(L, &S->act, bn, has_range, lo, hi, &bc);
+    if (has_range) {
+        const size_t npix = (size_t)R.count * ((R.span - R.x_first + R.x_step - 1) / R.x_step);
+        okpu_emu_bn_lut(L, &S->act, &bc, W, npix, npix * channels);
+    }
     for (r = 0; r < R.count; r++) {
         const size_t first = (size_t)r * R.row_step * L->w;
         okpu_emu_bn_act_row(L, &S->act, &bc, L->eight_bit ? acc32 + r * R.acc_row : NULL, W->acc + r * R.acc_row,
@@ -381,10 +386,12 @@ void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_e
     const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
     uint32_t oc;
 
+    W->lut_n = 0; /* the table holds the activation of the layer this range belongs to */
+    W->lut_filled = 0;
     for (oc = oc_first; oc < oc_end; oc++) {
         okpu_kpu_bn bn;
         okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
-        conv_fast(L, oc, &bn, S, W);
+        conv_fast(L, oc, &bn, S, W, oc_end - oc_first);
         okpu_emu_pool_plane(W->activated, L->w, L->h, L->a->pool_type, L->mean_border, out + oc * out_plane);
     }
 }
