@@ -134,27 +134,49 @@ static void pair_add(tap_pairs *P, const uint8_t *u, uint32_t wu, const uint8_t 
 #if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) /* -DOKPU_EMU_PORTABLE tests the C path on x86 */
 #include <emmintrin.h>
 
-/* acc[x] += the pairs' sums for x in [x, n) */
-static void acc_pairs_sse2(uint32_t *acc, const tap_pairs *P, size_t x, size_t n)
+/* The sums of pixels x..x+7 into s0 (x..x+3) and s1 (x+4..x+7). */
+static inline void pairs8(const tap_pairs *P, const __m128i *w, size_t x, __m128i *s0, __m128i *s1)
 {
     const __m128i zero = _mm_setzero_si128();
-    __m128i w[MAX_PAIRS];
     int j;
 
+    *s0 = zero;
+    *s1 = zero;
+    for (j = 0; j < P->n; j++) {
+        const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->u[j] + x)), zero);
+        const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->v[j] + x)), zero);
+        *s0 = _mm_add_epi32(*s0, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), w[j]));
+        *s1 = _mm_add_epi32(*s1, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), w[j]));
+    }
+}
+
+/* acc[x] += the pairs' sums for x in [x, n); when n >= 8 the last partial step recomputes the last 8 pixels and
+ * adds only the new ones. */
+static void acc_pairs_sse2(uint32_t *acc, const tap_pairs *P, size_t x, size_t n)
+{
+    __m128i w[MAX_PAIRS], s0, s1;
+    uint32_t tail[8];
+    size_t i;
+    int j;
+
+    if (x >= n)
+        return;
     for (j = 0; j < P->n; j++)
         w[j] = _mm_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
     for (; x + 8 <= n; x += 8) {
-        __m128i s0 = _mm_setzero_si128(), s1 = _mm_setzero_si128();
-        for (j = 0; j < P->n; j++) {
-            const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->u[j] + x)), zero);
-            const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->v[j] + x)), zero);
-            s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), w[j]));
-            s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), w[j]));
-        }
+        pairs8(P, w, x, &s0, &s1);
         _mm_storeu_si128((__m128i *)(void *)(acc + x),
                          _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x)), s0));
         _mm_storeu_si128((__m128i *)(void *)(acc + x + 4),
                          _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x + 4)), s1));
+    }
+    if (x < n && n >= 8) {
+        pairs8(P, w, n - 8, &s0, &s1);
+        _mm_storeu_si128((__m128i *)(void *)tail, s0);
+        _mm_storeu_si128((__m128i *)(void *)(tail + 4), s1);
+        for (i = x; i < n; i++)
+            acc[i] += tail[i - (n - 8)];
+        return;
     }
     for (; x < n; x++) {
         uint32_t sum = 0;
@@ -167,31 +189,52 @@ static void acc_pairs_sse2(uint32_t *acc, const tap_pairs *P, size_t x, size_t n
 #ifdef EMU_AVX2
 #include <immintrin.h>
 
-__attribute__((target("avx2"))) static size_t acc_pairs_avx2(uint32_t *acc, const tap_pairs *P, size_t n)
+/* The sums of pixels x..x+15 into lo (x..x+7) and hi (x+8..x+15). */
+__attribute__((target("avx2"))) static inline void pairs16(const tap_pairs *P, const __m256i *w, size_t x, __m256i *lo,
+                                                          __m256i *hi)
 {
-    __m256i w[MAX_PAIRS];
-    size_t x = 0;
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
     int j;
 
+    for (j = 0; j < P->n; j++) {
+        const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(P->u[j] + x)));
+        const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(P->v[j] + x)));
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), w[j]));
+        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), w[j]));
+    }
+    /* the unpacks work within 128-bit lanes: s0 holds pixels 0-3 and 8-11, s1 4-7 and 12-15 */
+    *lo = _mm256_permute2x128_si256(s0, s1, 0x20);
+    *hi = _mm256_permute2x128_si256(s0, s1, 0x31);
+}
+
+/* All n pixels when n >= 16 (the last partial step recomputes the last 16 pixels and adds only the new ones);
+ * returns how many it did. */
+__attribute__((target("avx2"))) static size_t acc_pairs_avx2(uint32_t *acc, const tap_pairs *P, size_t n)
+{
+    __m256i w[MAX_PAIRS], lo, hi;
+    uint32_t tail[16];
+    size_t x = 0, i;
+    int j;
+
+    if (n < 16)
+        return 0;
     for (j = 0; j < P->n; j++)
         w[j] = _mm256_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
     for (; x + 16 <= n; x += 16) {
-        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256(), lo, hi;
-        for (j = 0; j < P->n; j++) {
-            const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(P->u[j] + x)));
-            const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(P->v[j] + x)));
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), w[j]));
-            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), w[j]));
-        }
-        /* the unpacks work within 128-bit lanes: s0 holds pixels 0-3 and 8-11, s1 4-7 and 12-15 */
-        lo = _mm256_permute2x128_si256(s0, s1, 0x20);
-        hi = _mm256_permute2x128_si256(s0, s1, 0x31);
+        pairs16(P, w, x, &lo, &hi);
         _mm256_storeu_si256((__m256i *)(void *)(acc + x),
                             _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), lo));
         _mm256_storeu_si256((__m256i *)(void *)(acc + x + 8),
                             _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x + 8)), hi));
     }
-    return x;
+    if (x < n) {
+        pairs16(P, w, n - 16, &lo, &hi);
+        _mm256_storeu_si256((__m256i *)(void *)tail, lo);
+        _mm256_storeu_si256((__m256i *)(void *)(tail + 8), hi);
+        for (i = x; i < n; i++)
+            acc[i] += tail[i - (n - 16)];
+    }
+    return n;
 }
 #endif
 
