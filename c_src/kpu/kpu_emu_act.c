@@ -156,15 +156,29 @@ static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const em
 static void lut_fill(const emu_layer *L, const emu_act_fast *A, uint8_t *t, int64_t y, size_t n)
 {
     size_t j;
+    int i = 0;
 
-    for (j = 0; j < n; j++, y++) {
-        int i = 0;
-        i += y > A->x_start[i + 8] ? 8 : 0;
-        i += y > A->x_start[i + 4] ? 4 : 0;
-        i += y > A->x_start[i + 2] ? 2 : 0;
-        i += y > A->x_start[i + 1] ? 1 : 0;
-        t[j] = act_fast(y, i, A, L->round);
+    if (!n)
+        return;
+    i += y > A->x_start[i + 8] ? 8 : 0;
+    i += y > A->x_start[i + 4] ? 4 : 0;
+    i += y > A->x_start[i + 2] ? 2 : 0;
+    i += y > A->x_start[i + 1] ? 1 : 0;
+    /* y rises by one an entry and x_start is sorted, so the segment only moves up (x_start[16] is INT64_MAX); the mode
+     * is a constant in each loop */
+#define FILL(MODE)                                                                                                \
+    for (j = 0; j < n; j++, y++) {                                                                                \
+        while (y > A->x_start[i + 1])                                                                             \
+            i++;                                                                                                  \
+        t[j] = act_fast(y, i, A, MODE);                                                                           \
     }
+    if (L->round == OKPU_ROUND_HALF_UP)
+        FILL(OKPU_ROUND_HALF_UP)
+    else if (L->round == OKPU_ROUND_SDK_CARRY)
+        FILL(OKPU_ROUND_SDK_CARRY)
+    else
+        FILL(OKPU_ROUND_HALF_EVEN)
+#undef FILL
 }
 
 void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *c, emu_worker *W, size_t npix,
