@@ -31,6 +31,61 @@ static void channel_box_sums(const emu_layer *L, uint32_t c, emu_worker *B)
     }
 }
 
+/* ---- x-offset terms with AVX2 ----
+ * Eight pixels a step: the tap sums s as 32-bit lanes, then floor(arg_x * s / 2^shr_x) as a signed 32 x 32 -> 64-bit
+ * product (|arg_x| < 2^23, s <= 9 * 255) floored by a logical shift of p + 2^62 (|p| < 2^35): x_table's values. */
+enum { XT_SET, XT_ADD, XT_SUM };
+
+#ifdef EMU_AVX2
+#include <immintrin.h>
+
+#define LOAD8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
+
+/* dst[p] = the term (XT_SET), dst[p] += the term (XT_ADD) or dst[p] += s (XT_SUM) for every pixel p of channel c. */
+__attribute__((target("avx2"))) static void x_terms_avx2(const emu_layer *L, uint32_t c, const emu_shared *S,
+                                                        int64_t *dst, int mode)
+{
+    const uint8_t *plane = L->in + (size_t)c * L->plane;
+    const __m256i arg = _mm256_set1_epi64x(L->a->arg_x), bias = _mm256_set1_epi64x((int64_t)1 << 62);
+    const __m256i unbias = _mm256_set1_epi64x((int64_t)(((uint64_t)1 << 62) >> L->a->shr_x));
+    const __m128i shr = _mm_cvtsi32_si128((int)L->a->shr_x);
+    uint32_t x, y;
+    int half;
+
+    for (y = 0; y < L->h; y++) {
+        const uint8_t *r0 = plane + (size_t)y * L->pitch, *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+        int64_t *d = dst + (size_t)y * L->w;
+        for (x = 0; x + 8 <= L->w; x += 8) { /* reads up to r2 + x + 9 < r2 + pitch */
+            __m256i sum = LOAD8(r0 + x);
+            if (L->k == 3) {
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r0 + x + 1), LOAD8(r0 + x + 2)));
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r1 + x), LOAD8(r1 + x + 1)));
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r1 + x + 2), LOAD8(r2 + x)));
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r2 + x + 1), LOAD8(r2 + x + 2)));
+            }
+            for (half = 0; half < 2; half++) {
+                __m256i v = _mm256_cvtepi32_epi64(half ? _mm256_extracti128_si256(sum, 1) : _mm256_castsi256_si128(sum));
+                __m256i *at = (__m256i *)(void *)(d + x + 4 * half);
+                if (mode != XT_SUM)
+                    v = _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epi32(v, arg), bias), shr), unbias);
+                if (mode != XT_SET)
+                    v = _mm256_add_epi64(_mm256_loadu_si256(at), v);
+                _mm256_storeu_si256(at, v);
+            }
+        }
+        for (; x < L->w; x++) {
+            uint32_t t = r0[x];
+            int64_t v;
+            if (L->k == 3)
+                t += (uint32_t)r0[x + 1] + r0[x + 2] + r1[x] + r1[x + 1] + r1[x + 2] + r2[x] + r2[x + 1] + r2[x + 2];
+            v = mode == XT_SUM ? (int64_t)t : S->x_table[t];
+            d[x] = mode == XT_SET ? v : d[x] + v;
+        }
+    }
+}
+#undef LOAD8
+#endif
+
 void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S)
 {
     const size_t n = (size_t)L->kk * 255u + 1u;
@@ -51,6 +106,12 @@ void okpu_emu_x_term_all_channels(const emu_layer *L, emu_shared *S, emu_worker 
     if (L->a->arg_x == 0)
         return;
     for (c = 0; c < L->ic; c++) {
+#ifdef EMU_AVX2
+        if (L->avx2 && L->a->shr_x <= 62u) {
+            x_terms_avx2(L, c, S, S->x_term, L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL ? XT_ADD : XT_SUM);
+            continue;
+        }
+#endif
         channel_box_sums(L, c, W);
         if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
             for (p = 0; p < n; p++)
@@ -74,6 +135,12 @@ static void x_term_one_channel(const emu_layer *L, uint32_t c, const emu_shared 
         memset(W->x_term, 0, n * sizeof *W->x_term);
         return;
     }
+#ifdef EMU_AVX2
+    if (L->avx2 && L->a->shr_x <= 62u) {
+        x_terms_avx2(L, c, S, W->x_term, XT_SET);
+        return;
+    }
+#endif
     channel_box_sums(L, c, W);
     for (p = 0; p < n; p++)
         W->x_term[p] = S->x_table[W->box[p]];
@@ -408,6 +475,34 @@ static runs plane_runs(const emu_layer *L)
     return R;
 }
 
+#ifdef EMU_AVX2
+/* min and max of acc[x] + xt[x] for x in [0, n) into *mn, *mx (which hold the range so far); returns how many it did
+ * (a multiple of 4). */
+__attribute__((target("avx2"))) static size_t range_avx2(const uint32_t *a32, const uint64_t *a64, const int64_t *xt,
+                                                        size_t n, int64_t *mn, int64_t *mx)
+{
+    __m256i vmn = _mm256_set1_epi64x(*mn), vmx = _mm256_set1_epi64x(*mx);
+    int64_t lo[4], hi[4];
+    size_t x = 0;
+    int i;
+
+    for (; x + 4 <= n; x += 4) {
+        const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
+                                : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
+        const __m256i v = _mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x)));
+        vmn = _mm256_blendv_epi8(vmn, v, _mm256_cmpgt_epi64(vmn, v));
+        vmx = _mm256_blendv_epi8(vmx, v, _mm256_cmpgt_epi64(v, vmx));
+    }
+    _mm256_storeu_si256((__m256i *)(void *)lo, vmn);
+    _mm256_storeu_si256((__m256i *)(void *)hi, vmx);
+    for (i = 0; i < 4; i++) {
+        *mn = lo[i] < *mn ? lo[i] : *mn;
+        *mx = hi[i] > *mx ? hi[i] : *mx;
+    }
+    return x;
+}
+#endif
+
 /* Range of alu = sum(x*w) + x_term + w_const over the pixels of R. */
 static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_term, const runs *R, int64_t w_const,
                       int64_t *lo, int64_t *hi)
@@ -419,7 +514,13 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
 
     for (r = 0; r < R->count; r++) {
         const size_t first = (size_t)r * R->row_step * L->w, acc_first = r * R->acc_row;
-        for (x = R->x_first; x < R->span; x += R->x_step) {
+        x = R->x_first;
+#ifdef EMU_AVX2
+        if (L->avx2 && R->x_step == 1)
+            x += range_avx2(L->eight_bit ? acc32 + acc_first + x : NULL, B->acc + acc_first + x, x_term + first + x,
+                            R->span - x, &mn, &mx);
+#endif
+        for (; x < R->span; x += R->x_step) {
             const int64_t v = (L->eight_bit ? (int64_t)acc32[acc_first + x] : (int64_t)B->acc[acc_first + x]) +
                               x_term[first + x];
             mn = v < mn ? v : mn;
