@@ -569,6 +569,29 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, co
     }
 }
 
+/* The pool of one channel: max 2x2 stride 2 (the common one) here, the others in okpu_emu_pool_plane. Every window
+ * of that pool lies inside the map (2 * ox + 1 < w), so it is the largest of four bytes; plain loops the compiler
+ * vectorises. */
+static void pool_fast(const emu_layer *L, const uint8_t *in, uint8_t *out)
+{
+    const uint32_t w = L->w, ow = L->w / 2u, oh = L->h / 2u;
+    uint32_t ox, oy;
+
+    if (L->a->pool_type != 1) {
+        okpu_emu_pool_plane(in, L->w, L->h, L->a->pool_type, L->mean_border, out);
+        return;
+    }
+    for (oy = 0; oy < oh; oy++) {
+        const uint8_t *r0 = in + (size_t)2u * oy * w, *r1 = r0 + w;
+        uint8_t *o = out + (size_t)oy * ow;
+        for (ox = 0; ox < ow; ox++) {
+            const uint8_t a = r0[2u * ox] > r0[2u * ox + 1u] ? r0[2u * ox] : r0[2u * ox + 1u];
+            const uint8_t b = r1[2u * ox] > r1[2u * ox + 1u] ? r1[2u * ox] : r1[2u * ox + 1u];
+            o[ox] = a > b ? a : b;
+        }
+    }
+}
+
 void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, const emu_shared *S,
                             emu_worker *W, uint8_t *out)
 {
@@ -581,6 +604,6 @@ void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_e
         okpu_kpu_bn bn;
         okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
         conv_fast(L, oc, &bn, S, W, oc_end - oc_first);
-        okpu_emu_pool_plane(W->activated, L->w, L->h, L->a->pool_type, L->mean_border, out + oc * out_plane);
+        pool_fast(L, W->activated, out + oc * out_plane);
     }
 }
