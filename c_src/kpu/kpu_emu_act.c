@@ -381,6 +381,38 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
 }
 #endif
 
+#ifdef EMU_AVX2
+/* The table path four values at a time for a channel whose alu and norm_mul fit int32 (vpmuldq's signed 32 x 32 -> 64
+ * product): the index floor(alu * norm_mul / 2^norm_shift) + norm_add - lut_lo by the biased logical shift, then four
+ * loads. Returns how many it did (a multiple of 4). */
+__attribute__((target("avx2"))) static size_t lut_row_avx2(const uint32_t *a32, const uint64_t *a64, const int64_t *xt,
+                                                          int64_t w_const, uint8_t *out, size_t n,
+                                                          const emu_bn_channel *c)
+{
+    const __m256i wc = _mm256_set1_epi64x(w_const), mul = _mm256_set1_epi64x(c->mul),
+                  bias = _mm256_set1_epi64x((int64_t)FLOOR_BIAS);
+    const __m256i k = _mm256_set1_epi64x((int64_t)(FLOOR_BIAS >> c->shift) - (c->add - c->lut_lo));
+    const __m128i shr = _mm_cvtsi32_si128((int)c->shift);
+    const uint8_t *t = c->lut;
+    int64_t idx[4];
+    size_t x = 0;
+
+    for (; x + 4 <= n; x += 4) {
+        const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
+                                : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
+        const __m256i alu =
+            _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))), wc);
+        const __m256i i = _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epi32(alu, mul), bias), shr), k);
+        _mm256_storeu_si256((__m256i *)(void *)idx, i);
+        out[x] = t[idx[0]];
+        out[x + 1] = t[idx[1]];
+        out[x + 2] = t[idx[2]];
+        out[x + 3] = t[idx[3]];
+    }
+    return x;
+}
+#endif
+
 void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const okpu_kpu_bn *bn, int has_range,
                               int64_t lo, int64_t hi, emu_bn_channel *c)
 {
@@ -411,6 +443,10 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
     if (c->lut) {
         const uint8_t *t = c->lut;
         const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
+#ifdef EMU_AVX2
+        if (L->avx2 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
+            x += lut_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c);
+#endif
         if (a32)
             for (; x < end; x += step)
                 out[x] = t[floor_shift(((int64_t)a32[x] + xt[x] + w_const) * c->mul, c->shift) + off];
