@@ -181,7 +181,7 @@ int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc)
  * add is the uint32 add), 16 pixels a step with AVX2 when the CPU has it, 8 with SSE2 (part of every x86-64);
  * elsewhere the same sums in plain C. */
 
-#define MAX_PAIRS 8
+#define MAX_PAIRS 16
 
 typedef struct tap_pairs {
     const uint8_t *u[MAX_PAIRS], *v[MAX_PAIRS];
