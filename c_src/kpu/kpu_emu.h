@@ -106,6 +106,7 @@ typedef struct emu_bn_channel {
     int nseg;
     double vmul, vadd;                           /* norm_mul / 2^norm_shift, norm_add */
     double xs[4], ym[4], sc[4], sc1[4], vbias[4]; /* per reachable segment: x_start, y_mul, 2^-s, 2^-(s-1) */
+    double ymsc[4], ymsc1[4];                     /* y_mul * 2^-s, y_mul * 2^-(s-1) (exact: powers of two) */
     const uint8_t *lut; /* when not NULL: lut[y - lut_lo] is the activation of y for every y in [ylo, yhi] */
     int64_t lut_lo;
 } emu_bn_channel;

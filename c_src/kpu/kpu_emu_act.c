@@ -264,6 +264,8 @@ static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c)
         c->sc[j] = pow2_neg(A->shift[i]);
         c->sc1[j] = A->shift[i] ? pow2_neg(A->shift[i] - 1u) : 2.0;
         c->vbias[j] = (double)A->bias[i];
+        c->ymsc[j] = c->ym[j] * c->sc[j];
+        c->ymsc1[j] = c->ym[j] * c->sc1[j];
     }
     c->nseg = c->last - c->first + 1;
     c->vmul = (double)c->mul * pow2_neg(c->shift); /* |norm_mul| < 2^24: exact */
@@ -327,7 +329,10 @@ __attribute__((target("sse4.1"))) static size_t bn_row_sse41(const uint32_t *a32
 #ifdef EMU_AVX2
 #include <immintrin.h>
 
-/* bn_row_sse41 four values at a time (x86-64 with AVX2, checked at run time): the same operations lane by lane. */
+/* bn_row_sse41 four values at a time (x86-64 with AVX2, checked at run time). (y - x_start) * y_mul * 2^-s is one
+ * product with the exact y_mul * 2^-s (an integer under 2^52 times a power of two: exact), so each segment needs
+ * three blends (x_start, that factor, bias); r >= 255 needs no case of its own since bias >= 0 makes r + bias >= 255,
+ * which the clamp turns into 255. */
 __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, const uint64_t *a64, const int64_t *xt,
                                                          int64_t w_const, uint8_t *out, size_t n,
                                                          const emu_bn_channel *V, okpu_round_mode mode)
@@ -336,6 +341,7 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
     const __m256d magic = _mm256_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
     const __m256d mul = _mm256_set1_pd(V->vmul), add = _mm256_set1_pd(V->vadd), half = _mm256_set1_pd(0.5);
     const __m256d zero = _mm256_setzero_pd(), top = _mm256_set1_pd(255.0), one = _mm256_set1_pd(1.0);
+    const double *f = mode == OKPU_ROUND_SDK_CARRY ? V->ymsc1 : V->ymsc;
     size_t x = 0;
     int j;
 
@@ -346,32 +352,27 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
             _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))), wc);
         const __m256d alu = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(alu_i, magic_i)), magic);
         const __m256d y = _mm256_add_pd(_mm256_floor_pd(_mm256_mul_pd(alu, mul)), add);
-        __m256d xs = _mm256_set1_pd(V->xs[0]), ym = _mm256_set1_pd(V->ym[0]), sc = _mm256_set1_pd(V->sc[0]),
-                sc1 = _mm256_set1_pd(V->sc1[0]), bias = _mm256_set1_pd(V->vbias[0]), d, r, v;
+        __m256d xs = _mm256_set1_pd(V->xs[0]), fm = _mm256_set1_pd(f[0]), bias = _mm256_set1_pd(V->vbias[0]), d, r, v;
         __m128i q;
         int32_t bytes;
         for (j = 1; j < V->nseg; j++) {
             const __m256d m = _mm256_cmp_pd(y, _mm256_set1_pd(V->xs[j]), _CMP_GT_OQ);
             xs = _mm256_blendv_pd(xs, _mm256_set1_pd(V->xs[j]), m);
-            ym = _mm256_blendv_pd(ym, _mm256_set1_pd(V->ym[j]), m);
-            sc = _mm256_blendv_pd(sc, _mm256_set1_pd(V->sc[j]), m);
-            sc1 = _mm256_blendv_pd(sc1, _mm256_set1_pd(V->sc1[j]), m);
+            fm = _mm256_blendv_pd(fm, _mm256_set1_pd(f[j]), m);
             bias = _mm256_blendv_pd(bias, _mm256_set1_pd(V->vbias[j]), m);
         }
-        d = _mm256_mul_pd(_mm256_sub_pd(y, xs), ym);
+        d = _mm256_mul_pd(_mm256_sub_pd(y, xs), fm); /* d * 2^-s, or d * 2^-(s-1) for the SDK's carry */
         if (mode == OKPU_ROUND_HALF_UP) {
-            r = _mm256_floor_pd(_mm256_add_pd(_mm256_mul_pd(d, sc), half));
+            r = _mm256_floor_pd(_mm256_add_pd(d, half));
         } else if (mode == OKPU_ROUND_SDK_CARRY) {
-            const __m256d t = _mm256_floor_pd(_mm256_mul_pd(d, sc1)), h = _mm256_mul_pd(t, half),
-                          qd = _mm256_floor_pd(h);
+            const __m256d t = _mm256_floor_pd(d), h = _mm256_mul_pd(t, half), qd = _mm256_floor_pd(h);
             const __m256d odd = _mm256_cmp_pd(h, qd, _CMP_NEQ_UQ);
             const __m256d step = _mm256_blendv_pd(_mm256_sub_pd(zero, one), one, _mm256_cmp_pd(t, zero, _CMP_GE_OQ));
             r = _mm256_add_pd(qd, _mm256_and_pd(odd, step));
         } else {
-            r = _mm256_round_pd(_mm256_mul_pd(d, sc), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_round_pd(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         }
         v = _mm256_min_pd(_mm256_max_pd(_mm256_add_pd(r, bias), zero), top);
-        v = _mm256_blendv_pd(v, top, _mm256_cmp_pd(r, top, _CMP_GE_OQ));
         q = _mm256_cvtpd_epi32(v); /* 0..255 */
         q = _mm_packus_epi16(_mm_packus_epi32(q, q), q);
         bytes = _mm_cvtsi128_si32(q);
