@@ -477,27 +477,45 @@ static runs plane_runs(const emu_layer *L)
 
 #ifdef EMU_AVX2
 /* min and max of acc[x] + xt[x] for x in [0, n) into *mn, *mx (which hold the range so far); returns how many it did
- * (a multiple of 4). */
+ * (a multiple of 4). Four independent minima and maxima, so the compare-and-blend chains overlap. */
+__attribute__((target("avx2"))) static inline __m256i range_load(const uint32_t *a32, const uint64_t *a64,
+                                                                const int64_t *xt, size_t x)
+{
+    const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
+                            : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
+    return _mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x)));
+}
+
 __attribute__((target("avx2"))) static size_t range_avx2(const uint32_t *a32, const uint64_t *a64, const int64_t *xt,
                                                         size_t n, int64_t *mn, int64_t *mx)
 {
-    __m256i vmn = _mm256_set1_epi64x(*mn), vmx = _mm256_set1_epi64x(*mx);
+    __m256i vmn[4], vmx[4], v;
     int64_t lo[4], hi[4];
     size_t x = 0;
-    int i;
+    int i, k;
 
-    for (; x + 4 <= n; x += 4) {
-        const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
-                                : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
-        const __m256i v = _mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x)));
-        vmn = _mm256_blendv_epi8(vmn, v, _mm256_cmpgt_epi64(vmn, v));
-        vmx = _mm256_blendv_epi8(vmx, v, _mm256_cmpgt_epi64(v, vmx));
+    for (k = 0; k < 4; k++) {
+        vmn[k] = _mm256_set1_epi64x(*mn);
+        vmx[k] = _mm256_set1_epi64x(*mx);
     }
-    _mm256_storeu_si256((__m256i *)(void *)lo, vmn);
-    _mm256_storeu_si256((__m256i *)(void *)hi, vmx);
-    for (i = 0; i < 4; i++) {
-        *mn = lo[i] < *mn ? lo[i] : *mn;
-        *mx = hi[i] > *mx ? hi[i] : *mx;
+    for (; x + 16 <= n; x += 16)
+        for (k = 0; k < 4; k++) {
+            v = range_load(a32, a64, xt, x + 4 * (size_t)k);
+            vmn[k] = _mm256_blendv_epi8(vmn[k], v, _mm256_cmpgt_epi64(vmn[k], v));
+            vmx[k] = _mm256_blendv_epi8(vmx[k], v, _mm256_cmpgt_epi64(v, vmx[k]));
+        }
+    for (; x + 4 <= n; x += 4) {
+        v = range_load(a32, a64, xt, x);
+        vmn[0] = _mm256_blendv_epi8(vmn[0], v, _mm256_cmpgt_epi64(vmn[0], v));
+        vmx[0] = _mm256_blendv_epi8(vmx[0], v, _mm256_cmpgt_epi64(v, vmx[0]));
+    }
+    for (k = 0; k < 4; k++) {
+        _mm256_storeu_si256((__m256i *)(void *)lo, vmn[k]);
+        _mm256_storeu_si256((__m256i *)(void *)hi, vmx[k]);
+        for (i = 0; i < 4; i++) {
+            *mn = lo[i] < *mn ? lo[i] : *mn;
+            *mx = hi[i] > *mx ? hi[i] : *mx;
+        }
     }
     return x;
 }
