@@ -22,6 +22,9 @@
 #if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
 #define EMU_SSE41 1
 #define EMU_AVX2 1
+#define EMU_VEC_SEG 16 /* segments the double path takes (with AVX2; four with SSE4.1 alone) */
+#else
+#define EMU_VEC_SEG 4 /* (no double path: a placeholder) */
 #endif
 
 /* A layer as both conv paths see it. */
@@ -102,11 +105,13 @@ typedef struct emu_bn_channel {
     int steps;  /* binary search steps over the segments it can reach (0: one segment) */
     int last;   /* segment of the largest */
     int64_t ylo, yhi, alu_abs; /* range of y, largest |alu| */
-    int vec;    /* the SSE4.1 double path applies (at most four segments, every value exact in a double) */
+    int vec;    /* the double path applies (at most four segments, sixteen with AVX2; every value exact in a double) */
     int nseg;
-    double vmul, vadd;                           /* norm_mul / 2^norm_shift, norm_add */
-    double xs[4], ym[4], sc[4], sc1[4], vbias[4]; /* per reachable segment: x_start, y_mul, 2^-s, 2^-(s-1) */
-    double ymsc[4], ymsc1[4];                     /* y_mul * 2^-s, y_mul * 2^-(s-1) (exact: powers of two) */
+    double vmul, vadd;                                /* norm_mul / 2^norm_shift, norm_add */
+    /* per reachable segment: x_start, y_mul, 2^-s, 2^-(s-1), bias, y_mul * 2^-s, y_mul * 2^-(s-1) (exact: powers of
+     * two) */
+    double xs[EMU_VEC_SEG], ym[EMU_VEC_SEG], sc[EMU_VEC_SEG], sc1[EMU_VEC_SEG], vbias[EMU_VEC_SEG];
+    double ymsc[EMU_VEC_SEG], ymsc1[EMU_VEC_SEG];
     const uint8_t *lut; /* when not NULL: lut[y - lut_lo] is the activation of y for every y in [ylo, yhi] */
     int64_t lut_lo;
 } emu_bn_channel;

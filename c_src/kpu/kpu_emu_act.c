@@ -152,7 +152,7 @@ static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const em
  * an interval whose ends are ends of ranges bn_fast_init bounded, so every y inside is bounded too), and a pixel costs
  * one multiply, one shift and one load. An entry costs about what a pixel costs on the search path, so the entries a
  * worker computes for a range of channels are at most half the pixels it computes; a channel the vector path takes
- * uses the table only when it already covers its range. */
+ * with at most four segments uses the table only when it already covers its range. */
 static void lut_fill(const emu_layer *L, const emu_act_fast *A, uint8_t *t, int64_t y, size_t n)
 {
     size_t j;
@@ -199,7 +199,7 @@ void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *
         hi = hi > old_hi ? hi : old_hi;
     }
     fresh = (uint64_t)(hi - lo) + 1u - W->lut_n;
-    if (c->vec && fresh)
+    if (c->vec && c->nseg <= 4 && fresh)
         return;
     if ((uint64_t)(hi - lo) >= EMU_LUT_MAX || W->lut_filled + fresh > budget) {
         /* the union does not fit or costs too much: start over from this channel's range alone if that pays */
@@ -244,12 +244,12 @@ static double pow2_neg(unsigned s) /* 2^-s, exact for s <= 62 */
     return 1.0 / (double)((uint64_t)1 << s);
 }
 
-static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c)
+static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c, int max_seg)
 {
     int j;
 
     c->vec = 0;
-    if (!c->usable || c->last - c->first >= 4)
+    if (!c->usable || c->last - c->first >= max_seg)
         return;
     if (c->mul != 0 && c->alu_abs > (EXACT_LIMIT - 1) / (c->mul < 0 ? -c->mul : c->mul))
         return; /* |alu * norm_mul| < 2^52 */
@@ -423,7 +423,7 @@ void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const o
         bn_fast_init(bn, A, lo, hi, c);
 #ifdef EMU_SSE41
     if (L->sse41)
-        bn_vec_init(A, c);
+        bn_vec_init(A, c, L->avx2 ? 16 : 4); /* bn_row_sse41 then only takes a row's last values */
 #else
     (void)L;
 #endif
