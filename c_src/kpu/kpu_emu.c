@@ -33,6 +33,7 @@ typedef struct okpu_kpu_emu {
     okpu_allocator allocator; /* copy of *opts->allocator; opts.allocator points here or is NULL */
     int reference;
     int sse41;
+    int avx2;
     int owns_ram;     /* 0 when the RAM belongs to a board model (okpu_kpu_emu_create_on_ram) */
     uint8_t *scratch; /* working memory for the largest layer prepared (see "Working memory"), freed by destroy */
     size_t scratch_size;
@@ -60,6 +61,7 @@ enum {
     PART_COL,
     PART_ACC,
     PART_W_TERM, /* the w-offset terms of a layer no prepare covered */
+    PART_LUT,    /* the activation table (emu_worker.lut) */
     PART_COUNT
 };
 
@@ -91,6 +93,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
         part[PART_COL] = (w + 2u) * sizeof(uint32_t);
         bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
         part[PART_W_TERM] = (uint64_t)a->out_channels * sizeof(int64_t);
+        part[PART_LUT] = EMU_LUT_MAX;
     }
     *total = 0;
     for (i = 0; i < PART_COUNT && !bad; i++) {
@@ -285,6 +288,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     L.offset_mode = e->opts.conv_offset;
     L.mean_border = e->opts.mean_border;
     L.sse41 = e->sse41;
+    L.avx2 = e->avx2;
     L.in = at[PART_IN];
     load_input(self->ram, &L, at[PART_IN]);
 
@@ -301,6 +305,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         W.box = (uint32_t *)(void *)at[PART_BOX];
         W.col = (uint32_t *)(void *)at[PART_COL];
         W.acc = (uint64_t *)(void *)at[PART_ACC];
+        W.lut = at[PART_LUT];
         if (t) {
             S.w_const = t->term;
         } else {
@@ -370,6 +375,7 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
 #ifdef EMU_SSE41
     __builtin_cpu_init();
     e->sse41 = __builtin_cpu_supports("sse4.1") && !getenv("OKPU_EMU_NO_SSE41"); /* the variable tests the C path */
+    e->avx2 = __builtin_cpu_supports("avx2") && !getenv("OKPU_EMU_NO_AVX2"); /* the variable tests the SSE paths */
 #endif
     e->base.name = reference ? "emulator (reference conv)" : "emulator";
     e->base.run_layer = emu_run_layer;

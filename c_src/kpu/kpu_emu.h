@@ -16,10 +16,15 @@
 #include "../okpu.h"
 #include "kpu_args.h"
 
-/* x86-64 builds have SSE4.1 code, used when the CPU has it (checked at run time); -DOKPU_EMU_PORTABLE tests the C
- * paths on x86. */
+/* x86-64 builds have SSE4.1 and AVX2 code, each used when the CPU has it (checked at run time; the environment
+ * variables OKPU_EMU_NO_SSE41 / OKPU_EMU_NO_AVX2 turn them off for tests); -DOKPU_EMU_PORTABLE tests the C paths on
+ * x86. */
 #if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
 #define EMU_SSE41 1
+#define EMU_AVX2 1
+#define EMU_VEC_SEG 16 /* segments the double path takes (with AVX2; four with SSE4.1 alone) */
+#else
+#define EMU_VEC_SEG 4 /* (no double path: a placeholder) */
 #endif
 
 /* A layer as both conv paths see it. */
@@ -40,6 +45,7 @@ typedef struct emu_layer {
     okpu_conv_offset_mode offset_mode;
     okpu_mean_border_mode mean_border;
     int sse41; /* x86-64 with SSE4.1 (checked at run time) */
+    int avx2;  /* x86-64 with AVX2 (checked at run time) */
 } emu_layer;
 
 static inline uint32_t okpu_emu_weight_at(const emu_layer *L, size_t index)
@@ -99,15 +105,26 @@ typedef struct emu_bn_channel {
     int steps;  /* binary search steps over the segments it can reach (0: one segment) */
     int last;   /* segment of the largest */
     int64_t ylo, yhi, alu_abs; /* range of y, largest |alu| */
-    int vec;    /* the SSE4.1 double path applies (at most four segments, every value exact in a double) */
+    int vec;    /* the double path applies (at most four segments, sixteen with AVX2; every value exact in a double) */
     int nseg;
-    double vmul, vadd;                           /* norm_mul / 2^norm_shift, norm_add */
-    double xs[4], ym[4], sc[4], sc1[4], vbias[4]; /* per reachable segment: x_start, y_mul, 2^-s, 2^-(s-1) */
+    double vmul, vadd;                                /* norm_mul / 2^norm_shift, norm_add */
+    /* per reachable segment: x_start, y_mul, 2^-s, 2^-(s-1), bias, y_mul * 2^-s, y_mul * 2^-(s-1) (exact: powers of
+     * two) */
+    double xs[EMU_VEC_SEG], ym[EMU_VEC_SEG], sc[EMU_VEC_SEG], sc1[EMU_VEC_SEG], vbias[EMU_VEC_SEG];
+    double ymsc[EMU_VEC_SEG], ymsc1[EMU_VEC_SEG];
+    const uint8_t *lut; /* when not NULL: lut[y - lut_lo] is the activation of y for every y in [ylo, yhi] */
+    int64_t lut_lo;
 } emu_bn_channel;
 
 /* has_range = 0: no alu seen (the exact path is taken). */
 void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const okpu_kpu_bn *bn, int has_range,
                               int64_t lo, int64_t hi, emu_bn_channel *c);
+struct emu_worker;
+/* Point c->lut at the worker's table of the activation of y, extended to cover the channel's [ylo, yhi] when that
+ * pays (see kpu_emu_act.c). npix: pixels of this channel the pool reads; range_px: of all the channels of the
+ * worker's range (the table computes at most twice that many entries for the range). */
+void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *c, struct emu_worker *W, size_t npix,
+                     size_t range_px);
 /* out[x] = bn_act(acc[x] + xt[x] + w_const) for x = first, first + step, ... < end; acc is a32 (8-bit mode) or a64. */
 void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn_channel *c, const uint32_t *a32,
                          const uint64_t *a64, const int64_t *xt, int64_t w_const, uint8_t *out, size_t first,
@@ -130,7 +147,15 @@ typedef struct emu_worker {
     uint32_t *box;      /* w x h: one channel's tap sums */
     uint32_t *col;      /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode) */
+    uint8_t *lut;       /* EMU_LUT_MAX bytes: the activation of y for y in [lut_lo, lut_lo + lut_n) */
+    size_t lut_n;       /* entries valid (okpu_emu_channels_fast starts each range with 0) */
+    int64_t lut_lo;
+    size_t lut_filled;  /* entries computed for the current range, bounded by its pixel count */
 } emu_worker;
+
+/* Entries of a worker's activation table: real layers' y ranges (floor(alu * norm_mul / 2^norm_shift) + norm_add)
+ * span a few thousand values when the table pays off at all. */
+#define EMU_LUT_MAX 65536u
 
 void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S);
 /* S->x_term of a non-depthwise layer (W: box and col scratch). */

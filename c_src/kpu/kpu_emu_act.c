@@ -93,11 +93,36 @@ static void bn_fast_init(const okpu_kpu_bn *bn, const emu_act_fast *af, int64_t 
     f->usable = 1;
 }
 
+/* The activation of y in segment i, for y that bn_fast_init bounded (|y - x_start[j]| * |y_mul[j]| < 2^61 for every
+ * segment j): the byte okpu_emu_bn_act gives. */
+static inline uint8_t act_fast(int64_t y, int i, const emu_act_fast *A, okpu_round_mode mode)
+{
+    const int64_t d = (y - A->x_start[i]) * A->y_mul[i];
+    int64_t r, q;
+
+    if (mode == OKPU_ROUND_HALF_UP) {
+        r = floor_shift(d + A->half[i], A->shift[i]);
+    } else if (mode == OKPU_ROUND_SDK_CARRY) {
+        const int64_t t = floor_shift(d, A->shift_m1[i]);
+        q = floor_shift(t, 1);
+        r = !A->round_en[i] ? d : ((uint64_t)t & 1u) ? (t >= 0 ? q + 1 : q - 1) : q;
+    } else {
+        /* ties to even: floor((d + 2^(s-1) - 1 + (floor(d / 2^s) & 1)) / 2^s); the added bit makes a tie round up
+         * exactly when the quotient is odd. |d| + 2^(s-1) < 2^62. */
+        const int64_t odd = ((uint64_t)d & A->odd_bit[i]) != 0;
+        r = floor_shift(d + A->half_m1[i] + odd, A->shift[i]);
+    }
+    if (r >= 255)
+        return 255;
+    if (r <= -255)
+        return 0;
+    return okpu_clamp_u8(r + A->bias[i]);
+}
+
 /* bn_act for a channel bn_fast_init accepted: the same byte. */
 static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const emu_act_fast *A, okpu_round_mode mode)
 {
     const int64_t y = floor_shift(alu * b->mul, b->shift) + b->add;
-    int64_t d, r, q;
     int i = b->first;
 
     /* the largest segment i in first..first + 2^steps - 1 with y > x_start[i] (y > x_start[first] holds) */
@@ -117,25 +142,93 @@ static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const em
     default:
         break;
     }
-    d = (y - A->x_start[i]) * A->y_mul[i];
-    if (mode == OKPU_ROUND_HALF_UP) {
-        r = floor_shift(d + A->half[i], A->shift[i]);
-    } else if (mode == OKPU_ROUND_SDK_CARRY) {
-        const int64_t t = floor_shift(d, A->shift_m1[i]);
-        q = floor_shift(t, 1);
-        r = !A->round_en[i] ? d : ((uint64_t)t & 1u) ? (t >= 0 ? q + 1 : q - 1) : q;
-    } else {
-        /* ties to even: floor((d + 2^(s-1) - 1 + (floor(d / 2^s) & 1)) / 2^s); the added bit makes a tie round up
-         * exactly when the quotient is odd. |d| + 2^(s-1) < 2^62. */
-        const int64_t odd = ((uint64_t)d & A->odd_bit[i]) != 0;
-        r = floor_shift(d + A->half_m1[i] + odd, A->shift[i]);
-    }
-    if (r >= 255)
-        return 255;
-    if (r <= -255)
-        return 0;
-    return okpu_clamp_u8(r + A->bias[i]);
+    return act_fast(y, i, A, mode);
 }
+
+/* ---- The activation as a table ----
+ * The activation depends on y alone and is the same for every channel of a layer; in some models (MobileNet) y spans
+ * only a few thousand values per channel, fewer than the pixels the layer computes. Each worker then keeps a table
+ * of the activation of every y in one range, grown as its channels need (it covers the union of the channels' ranges,
+ * an interval whose ends are ends of ranges bn_fast_init bounded, so every y inside is bounded too), and a pixel costs
+ * one multiply, one shift and one load. An entry costs about what a pixel costs on the search path, so the entries a
+ * worker computes for a range of channels are at most half the pixels it computes; a channel the vector path takes
+ * with at most four segments uses the table only when it already covers its range. */
+static void lut_fill(const emu_layer *L, const emu_act_fast *A, uint8_t *t, int64_t y, size_t n)
+{
+    size_t j;
+    int i = 0;
+
+    if (!n)
+        return;
+    i += y > A->x_start[i + 8] ? 8 : 0;
+    i += y > A->x_start[i + 4] ? 4 : 0;
+    i += y > A->x_start[i + 2] ? 2 : 0;
+    i += y > A->x_start[i + 1] ? 1 : 0;
+    /* y rises by one an entry and x_start is sorted, so the segment only moves up (x_start[16] is INT64_MAX); the mode
+     * is a constant in each loop */
+#define FILL(MODE)                                                                                                \
+    for (j = 0; j < n; j++, y++) {                                                                                \
+        while (y > A->x_start[i + 1])                                                                             \
+            i++;                                                                                                  \
+        t[j] = act_fast(y, i, A, MODE);                                                                           \
+    }
+    if (L->round == OKPU_ROUND_HALF_UP)
+        FILL(OKPU_ROUND_HALF_UP)
+    else if (L->round == OKPU_ROUND_SDK_CARRY)
+        FILL(OKPU_ROUND_SDK_CARRY)
+    else
+        FILL(OKPU_ROUND_HALF_EVEN)
+#undef FILL
+}
+
+void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *c, emu_worker *W, size_t npix,
+                     size_t range_px)
+{
+    const uint64_t budget = (uint64_t)range_px / 2u;
+    int64_t lo, hi;
+    uint64_t fresh;
+
+    c->lut = NULL;
+    if (!c->usable || !W->lut || npix == 0)
+        return;
+    lo = c->ylo;
+    hi = c->yhi; /* |ylo|, |yhi| < 2^61: the differences below do not wrap */
+    if (W->lut_n) {
+        const int64_t old_hi = W->lut_lo + (int64_t)W->lut_n - 1;
+        lo = lo < W->lut_lo ? lo : W->lut_lo;
+        hi = hi > old_hi ? hi : old_hi;
+    }
+    fresh = (uint64_t)(hi - lo) + 1u - W->lut_n;
+    if (c->vec && c->nseg <= 4 && fresh)
+        return;
+    if ((uint64_t)(hi - lo) >= EMU_LUT_MAX || W->lut_filled + fresh > budget) {
+        /* the union does not fit or costs too much: start over from this channel's range alone if that pays */
+        lo = c->ylo;
+        hi = c->yhi;
+        fresh = (uint64_t)(hi - lo) + 1u;
+        if ((uint64_t)(hi - lo) >= EMU_LUT_MAX || W->lut_filled + fresh > budget || fresh > (uint64_t)npix / 2u)
+            return;
+        W->lut_n = 0;
+    }
+    if (fresh) {
+        const size_t below = W->lut_n ? (size_t)(W->lut_lo - lo) : 0, n = (size_t)(hi - lo) + 1u;
+        if (!W->lut_n) {
+            lut_fill(L, A, W->lut, lo, n);
+        } else {
+            const size_t above = n - below - W->lut_n;
+            if (below)
+                memmove(W->lut + below, W->lut, W->lut_n);
+            lut_fill(L, A, W->lut, lo, below);
+            lut_fill(L, A, W->lut + below + W->lut_n, W->lut_lo + (int64_t)W->lut_n, above);
+        }
+        W->lut_lo = lo;
+        W->lut_n = n;
+        W->lut_filled += (size_t)fresh;
+    }
+    c->lut = W->lut;
+    c->lut_lo = W->lut_lo;
+}
+
 /* ---- Batch norm + activation, two values at a time (x86-64 with SSE4.1, checked at run time) ----
  * The same integers in doubles: every value below is an integer (or an integer times a power of two) under 2^53 in
  * magnitude, where double arithmetic is exact, so floor / nearest-even / +0.5 give bit for bit what the int64 code
@@ -151,12 +244,12 @@ static double pow2_neg(unsigned s) /* 2^-s, exact for s <= 62 */
     return 1.0 / (double)((uint64_t)1 << s);
 }
 
-static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c)
+static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c, int max_seg)
 {
     int j;
 
     c->vec = 0;
-    if (!c->usable || c->last - c->first >= 4)
+    if (!c->usable || c->last - c->first >= max_seg)
         return;
     if (c->mul != 0 && c->alu_abs > (EXACT_LIMIT - 1) / (c->mul < 0 ? -c->mul : c->mul))
         return; /* |alu * norm_mul| < 2^52 */
@@ -171,6 +264,8 @@ static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c)
         c->sc[j] = pow2_neg(A->shift[i]);
         c->sc1[j] = A->shift[i] ? pow2_neg(A->shift[i] - 1u) : 2.0;
         c->vbias[j] = (double)A->bias[i];
+        c->ymsc[j] = c->ym[j] * c->sc[j];
+        c->ymsc1[j] = c->ym[j] * c->sc1[j];
     }
     c->nseg = c->last - c->first + 1;
     c->vmul = (double)c->mul * pow2_neg(c->shift); /* |norm_mul| < 2^24: exact */
@@ -231,6 +326,94 @@ __attribute__((target("sse4.1"))) static size_t bn_row_sse41(const uint32_t *a32
 }
 #endif
 
+#ifdef EMU_AVX2
+#include <immintrin.h>
+
+/* bn_row_sse41 four values at a time (x86-64 with AVX2, checked at run time). (y - x_start) * y_mul * 2^-s is one
+ * product with the exact y_mul * 2^-s (an integer under 2^52 times a power of two: exact), so each segment needs
+ * three blends (x_start, that factor, bias); r >= 255 needs no case of its own since bias >= 0 makes r + bias >= 255,
+ * which the clamp turns into 255. */
+__attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, const uint64_t *a64, const int64_t *xt,
+                                                         int64_t w_const, uint8_t *out, size_t n,
+                                                         const emu_bn_channel *V, okpu_round_mode mode)
+{
+    const __m256i wc = _mm256_set1_epi64x(w_const), magic_i = _mm256_set1_epi64x(0x4338000000000000LL);
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
+    const __m256d mul = _mm256_set1_pd(V->vmul), add = _mm256_set1_pd(V->vadd), half = _mm256_set1_pd(0.5);
+    const __m256d zero = _mm256_setzero_pd(), top = _mm256_set1_pd(255.0), one = _mm256_set1_pd(1.0);
+    const double *f = mode == OKPU_ROUND_SDK_CARRY ? V->ymsc1 : V->ymsc;
+    size_t x = 0;
+    int j;
+
+    for (; x + 4 <= n; x += 4) {
+        const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
+                                : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
+        const __m256i alu_i =
+            _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))), wc);
+        const __m256d alu = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(alu_i, magic_i)), magic);
+        const __m256d y = _mm256_add_pd(_mm256_floor_pd(_mm256_mul_pd(alu, mul)), add);
+        __m256d xs = _mm256_set1_pd(V->xs[0]), fm = _mm256_set1_pd(f[0]), bias = _mm256_set1_pd(V->vbias[0]), d, r, v;
+        __m128i q;
+        int32_t bytes;
+        for (j = 1; j < V->nseg; j++) {
+            const __m256d m = _mm256_cmp_pd(y, _mm256_set1_pd(V->xs[j]), _CMP_GT_OQ);
+            xs = _mm256_blendv_pd(xs, _mm256_set1_pd(V->xs[j]), m);
+            fm = _mm256_blendv_pd(fm, _mm256_set1_pd(f[j]), m);
+            bias = _mm256_blendv_pd(bias, _mm256_set1_pd(V->vbias[j]), m);
+        }
+        d = _mm256_mul_pd(_mm256_sub_pd(y, xs), fm); /* d * 2^-s, or d * 2^-(s-1) for the SDK's carry */
+        if (mode == OKPU_ROUND_HALF_UP) {
+            r = _mm256_floor_pd(_mm256_add_pd(d, half));
+        } else if (mode == OKPU_ROUND_SDK_CARRY) {
+            const __m256d t = _mm256_floor_pd(d), h = _mm256_mul_pd(t, half), qd = _mm256_floor_pd(h);
+            const __m256d odd = _mm256_cmp_pd(h, qd, _CMP_NEQ_UQ);
+            const __m256d step = _mm256_blendv_pd(_mm256_sub_pd(zero, one), one, _mm256_cmp_pd(t, zero, _CMP_GE_OQ));
+            r = _mm256_add_pd(qd, _mm256_and_pd(odd, step));
+        } else {
+            r = _mm256_round_pd(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        }
+        v = _mm256_min_pd(_mm256_max_pd(_mm256_add_pd(r, bias), zero), top);
+        q = _mm256_cvtpd_epi32(v); /* 0..255 */
+        q = _mm_packus_epi16(_mm_packus_epi32(q, q), q);
+        bytes = _mm_cvtsi128_si32(q);
+        memcpy(out + x, &bytes, 4);
+    }
+    return x;
+}
+#endif
+
+#ifdef EMU_AVX2
+/* The table path four values at a time for a channel whose alu and norm_mul fit int32 (vpmuldq's signed 32 x 32 -> 64
+ * product): the index floor(alu * norm_mul / 2^norm_shift) + norm_add - lut_lo by the biased logical shift, then four
+ * loads. Returns how many it did (a multiple of 4). */
+__attribute__((target("avx2"))) static size_t lut_row_avx2(const uint32_t *a32, const uint64_t *a64, const int64_t *xt,
+                                                          int64_t w_const, uint8_t *out, size_t n,
+                                                          const emu_bn_channel *c)
+{
+    const __m256i wc = _mm256_set1_epi64x(w_const), mul = _mm256_set1_epi64x(c->mul),
+                  bias = _mm256_set1_epi64x((int64_t)FLOOR_BIAS);
+    const __m256i k = _mm256_set1_epi64x((int64_t)(FLOOR_BIAS >> c->shift) - (c->add - c->lut_lo));
+    const __m128i shr = _mm_cvtsi32_si128((int)c->shift);
+    const uint8_t *t = c->lut;
+    int64_t idx[4];
+    size_t x = 0;
+
+    for (; x + 4 <= n; x += 4) {
+        const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
+                                : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
+        const __m256i alu =
+            _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))), wc);
+        const __m256i i = _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epi32(alu, mul), bias), shr), k);
+        _mm256_storeu_si256((__m256i *)(void *)idx, i);
+        out[x] = t[idx[0]];
+        out[x + 1] = t[idx[1]];
+        out[x + 2] = t[idx[2]];
+        out[x + 3] = t[idx[3]];
+    }
+    return x;
+}
+#endif
+
 void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const okpu_kpu_bn *bn, int has_range,
                               int64_t lo, int64_t hi, emu_bn_channel *c)
 {
@@ -241,7 +424,7 @@ void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const o
         bn_fast_init(bn, A, lo, hi, c);
 #ifdef EMU_SSE41
     if (L->sse41)
-        bn_vec_init(A, c);
+        bn_vec_init(A, c, L->avx2 ? 16 : 4); /* bn_row_sse41 then only takes a row's last values */
 #else
     (void)L;
 #endif
@@ -259,6 +442,25 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
                                      L->act_sorted, L->round);
         return;
     }
+    if (c->lut) {
+        const uint8_t *t = c->lut;
+        const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
+#ifdef EMU_AVX2
+        if (L->avx2 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
+            x += lut_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c);
+#endif
+        if (a32)
+            for (; x < end; x += step)
+                out[x] = t[floor_shift(((int64_t)a32[x] + xt[x] + w_const) * c->mul, c->shift) + off];
+        else
+            for (; x < end; x += step)
+                out[x] = t[floor_shift(((int64_t)a64[x] + xt[x] + w_const) * c->mul, c->shift) + off];
+        return;
+    }
+#ifdef EMU_AVX2
+    if (c->vec && step == 1 && L->avx2)
+        x += bn_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c, L->round);
+#endif
 #ifdef EMU_SSE41
     if (c->vec && step == 1)
         x += bn_row_sse41(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c, L->round);

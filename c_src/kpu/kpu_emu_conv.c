@@ -31,6 +31,61 @@ static void channel_box_sums(const emu_layer *L, uint32_t c, emu_worker *B)
     }
 }
 
+/* ---- x-offset terms with AVX2 ----
+ * Eight pixels a step: the tap sums s as 32-bit lanes, then floor(arg_x * s / 2^shr_x) as a signed 32 x 32 -> 64-bit
+ * product (|arg_x| < 2^23, s <= 9 * 255) floored by a logical shift of p + 2^62 (|p| < 2^35): x_table's values. */
+enum { XT_SET, XT_ADD, XT_SUM };
+
+#ifdef EMU_AVX2
+#include <immintrin.h>
+
+#define LOAD8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
+
+/* dst[p] = the term (XT_SET), dst[p] += the term (XT_ADD) or dst[p] += s (XT_SUM) for every pixel p of channel c. */
+__attribute__((target("avx2"))) static void x_terms_avx2(const emu_layer *L, uint32_t c, const emu_shared *S,
+                                                        int64_t *dst, int mode)
+{
+    const uint8_t *plane = L->in + (size_t)c * L->plane;
+    const __m256i arg = _mm256_set1_epi64x(L->a->arg_x), bias = _mm256_set1_epi64x((int64_t)1 << 62);
+    const __m256i unbias = _mm256_set1_epi64x((int64_t)(((uint64_t)1 << 62) >> L->a->shr_x));
+    const __m128i shr = _mm_cvtsi32_si128((int)L->a->shr_x);
+    uint32_t x, y;
+    int half;
+
+    for (y = 0; y < L->h; y++) {
+        const uint8_t *r0 = plane + (size_t)y * L->pitch, *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+        int64_t *d = dst + (size_t)y * L->w;
+        for (x = 0; x + 8 <= L->w; x += 8) { /* reads up to r2 + x + 9 < r2 + pitch */
+            __m256i sum = LOAD8(r0 + x);
+            if (L->k == 3) {
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r0 + x + 1), LOAD8(r0 + x + 2)));
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r1 + x), LOAD8(r1 + x + 1)));
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r1 + x + 2), LOAD8(r2 + x)));
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r2 + x + 1), LOAD8(r2 + x + 2)));
+            }
+            for (half = 0; half < 2; half++) {
+                __m256i v = _mm256_cvtepi32_epi64(half ? _mm256_extracti128_si256(sum, 1) : _mm256_castsi256_si128(sum));
+                __m256i *at = (__m256i *)(void *)(d + x + 4 * half);
+                if (mode != XT_SUM)
+                    v = _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epi32(v, arg), bias), shr), unbias);
+                if (mode != XT_SET)
+                    v = _mm256_add_epi64(_mm256_loadu_si256(at), v);
+                _mm256_storeu_si256(at, v);
+            }
+        }
+        for (; x < L->w; x++) {
+            uint32_t t = r0[x];
+            int64_t v;
+            if (L->k == 3)
+                t += (uint32_t)r0[x + 1] + r0[x + 2] + r1[x] + r1[x + 1] + r1[x + 2] + r2[x] + r2[x + 1] + r2[x + 2];
+            v = mode == XT_SUM ? (int64_t)t : S->x_table[t];
+            d[x] = mode == XT_SET ? v : d[x] + v;
+        }
+    }
+}
+#undef LOAD8
+#endif
+
 void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S)
 {
     const size_t n = (size_t)L->kk * 255u + 1u;
@@ -51,6 +106,12 @@ void okpu_emu_x_term_all_channels(const emu_layer *L, emu_shared *S, emu_worker 
     if (L->a->arg_x == 0)
         return;
     for (c = 0; c < L->ic; c++) {
+#ifdef EMU_AVX2
+        if (L->avx2 && L->a->shr_x <= 62u) {
+            x_terms_avx2(L, c, S, S->x_term, L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL ? XT_ADD : XT_SUM);
+            continue;
+        }
+#endif
         channel_box_sums(L, c, W);
         if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
             for (p = 0; p < n; p++)
@@ -74,6 +135,12 @@ static void x_term_one_channel(const emu_layer *L, uint32_t c, const emu_shared 
         memset(W->x_term, 0, n * sizeof *W->x_term);
         return;
     }
+#ifdef EMU_AVX2
+    if (L->avx2 && L->a->shr_x <= 62u) {
+        x_terms_avx2(L, c, S, W->x_term, XT_SET);
+        return;
+    }
+#endif
     channel_box_sums(L, c, W);
     for (p = 0; p < n; p++)
         W->x_term[p] = S->x_table[W->box[p]];
@@ -109,12 +176,12 @@ int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc)
 
 /* ---- 8-bit accumulation ----
  * In 8-bit mode every product is at most 255 * 255 and a whole output value at most 1024 * 9 * 65025 < 2^32, so the
- * sums are uint32 throughout. The taps are taken in pairs (u, v) with weights (wu, wv): on x86-64 SSE2's pmaddwd
- * multiplies 16-bit pairs and adds each pair into 32 bits (all operands <= 255, so its signed arithmetic is exact and
- * a 32-bit add is the uint32 add); elsewhere the same sums in plain C. SSE2 is part of every x86-64. (An AVX2 version
- * with 16 pixels per step, chosen at run time, measured slower than this one on the test machine, so there is none.) */
+ * sums are uint32 throughout. The taps are taken in pairs (u, v) with weights (wu, wv): on x86-64 pmaddwd multiplies
+ * 16-bit pairs and adds each pair into 32 bits (all operands <= 255, so its signed arithmetic is exact and a 32-bit
+ * add is the uint32 add), 16 pixels a step with AVX2 when the CPU has it, 8 with SSE2 (part of every x86-64);
+ * elsewhere the same sums in plain C. */
 
-#define MAX_PAIRS 8
+#define MAX_PAIRS 16
 
 typedef struct tap_pairs {
     const uint8_t *u[MAX_PAIRS], *v[MAX_PAIRS];
@@ -134,27 +201,49 @@ static void pair_add(tap_pairs *P, const uint8_t *u, uint32_t wu, const uint8_t 
 #if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) /* -DOKPU_EMU_PORTABLE tests the C path on x86 */
 #include <emmintrin.h>
 
-static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
+/* The sums of pixels x..x+7 into s0 (x..x+3) and s1 (x+4..x+7). */
+static inline void pairs8(const tap_pairs *P, const __m128i *w, size_t x, __m128i *s0, __m128i *s1)
 {
     const __m128i zero = _mm_setzero_si128();
-    __m128i w[MAX_PAIRS];
-    size_t x = 0;
     int j;
 
+    *s0 = zero;
+    *s1 = zero;
+    for (j = 0; j < P->n; j++) {
+        const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->u[j] + x)), zero);
+        const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->v[j] + x)), zero);
+        *s0 = _mm_add_epi32(*s0, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), w[j]));
+        *s1 = _mm_add_epi32(*s1, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), w[j]));
+    }
+}
+
+/* acc[x] += the pairs' sums for x in [x, n); when n >= 8 the last partial step recomputes the last 8 pixels and
+ * adds only the new ones. */
+static void acc_pairs_sse2(uint32_t *acc, const tap_pairs *P, size_t x, size_t n)
+{
+    __m128i w[MAX_PAIRS], s0, s1;
+    uint32_t tail[8];
+    size_t i;
+    int j;
+
+    if (x >= n)
+        return;
     for (j = 0; j < P->n; j++)
         w[j] = _mm_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
     for (; x + 8 <= n; x += 8) {
-        __m128i s0 = _mm_setzero_si128(), s1 = _mm_setzero_si128();
-        for (j = 0; j < P->n; j++) {
-            const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->u[j] + x)), zero);
-            const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(P->v[j] + x)), zero);
-            s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), w[j]));
-            s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), w[j]));
-        }
+        pairs8(P, w, x, &s0, &s1);
         _mm_storeu_si128((__m128i *)(void *)(acc + x),
                          _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x)), s0));
         _mm_storeu_si128((__m128i *)(void *)(acc + x + 4),
                          _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + x + 4)), s1));
+    }
+    if (x < n && n >= 8) {
+        pairs8(P, w, n - 8, &s0, &s1);
+        _mm_storeu_si128((__m128i *)(void *)tail, s0);
+        _mm_storeu_si128((__m128i *)(void *)(tail + 4), s1);
+        for (i = x; i < n; i++)
+            acc[i] += tail[i - (n - 8)];
+        return;
     }
     for (; x < n; x++) {
         uint32_t sum = 0;
@@ -163,12 +252,78 @@ static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
         acc[x] += sum;
     }
 }
+
+#ifdef EMU_AVX2
+#include <immintrin.h>
+
+/* The sums of pixels x..x+15 into lo (x..x+7) and hi (x+8..x+15). */
+__attribute__((target("avx2"))) static inline void pairs16(const tap_pairs *P, const __m256i *w, size_t x, __m256i *lo,
+                                                          __m256i *hi)
+{
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    int j;
+
+    for (j = 0; j < P->n; j++) {
+        const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(P->u[j] + x)));
+        const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(P->v[j] + x)));
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), w[j]));
+        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), w[j]));
+    }
+    /* the unpacks work within 128-bit lanes: s0 holds pixels 0-3 and 8-11, s1 4-7 and 12-15 */
+    *lo = _mm256_permute2x128_si256(s0, s1, 0x20);
+    *hi = _mm256_permute2x128_si256(s0, s1, 0x31);
+}
+
+/* All n pixels when n >= 16 (the last partial step recomputes the last 16 pixels and adds only the new ones);
+ * returns how many it did. */
+__attribute__((target("avx2"))) static size_t acc_pairs_avx2(uint32_t *acc, const tap_pairs *P, size_t n)
+{
+    __m256i w[MAX_PAIRS], lo, hi;
+    uint32_t tail[16];
+    size_t x = 0, i;
+    int j;
+
+    if (n < 16)
+        return 0;
+    for (j = 0; j < P->n; j++)
+        w[j] = _mm256_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
+    for (; x + 16 <= n; x += 16) {
+        pairs16(P, w, x, &lo, &hi);
+        _mm256_storeu_si256((__m256i *)(void *)(acc + x),
+                            _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), lo));
+        _mm256_storeu_si256((__m256i *)(void *)(acc + x + 8),
+                            _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x + 8)), hi));
+    }
+    if (x < n) {
+        pairs16(P, w, n - 16, &lo, &hi);
+        _mm256_storeu_si256((__m256i *)(void *)tail, lo);
+        _mm256_storeu_si256((__m256i *)(void *)(tail + 8), hi);
+        for (i = x; i < n; i++)
+            acc[i] += tail[i - (n - 16)];
+    }
+    return n;
+}
+#endif
+
+static void acc_pairs(const emu_layer *L, uint32_t *acc, const tap_pairs *P, size_t n)
+{
+    size_t x = 0;
+
+#ifdef EMU_AVX2
+    if (L->avx2)
+        x = acc_pairs_avx2(acc, P, n);
 #else
-static void acc_pairs(uint32_t *acc, const tap_pairs *P, size_t n)
+    (void)L;
+#endif
+    acc_pairs_sse2(acc, P, x, n);
+}
+#else
+static void acc_pairs(const emu_layer *L, uint32_t *acc, const tap_pairs *P, size_t n)
 {
     size_t x;
     int j;
 
+    (void)L;
     for (j = 0; j < P->n; j++) {
         const uint8_t *u = P->u[j], *v = P->v[j];
         const uint32_t wu = P->wu[j], wv = P->wv[j];
@@ -197,7 +352,7 @@ static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint3
             pair_add(&P, r1 + 1, wt[4], r1 + 2, wt[5]);
             pair_add(&P, r2, wt[6], r2 + 1, wt[7]);
             pair_add(&P, r2 + 2, wt[8], r2 + 2, 0);
-            acc_pairs(acc, &P, span);
+            acc_pairs(L, acc, &P, span);
         }
         return;
     }
@@ -211,7 +366,7 @@ static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint3
             pair_add(&P, p0, wt[0], p0, 0);
             i++;
         }
-        acc_pairs(acc, &P, span);
+        acc_pairs(L, acc, &P, span);
     }
 }
 
@@ -320,6 +475,52 @@ static runs plane_runs(const emu_layer *L)
     return R;
 }
 
+#ifdef EMU_AVX2
+/* min and max of acc[x] + xt[x] for x in [0, n) into *mn, *mx (which hold the range so far); returns how many it did
+ * (a multiple of 4). Four independent minima and maxima, so the compare-and-blend chains overlap. */
+__attribute__((target("avx2"))) static inline __m256i range_load(const uint32_t *a32, const uint64_t *a64,
+                                                                const int64_t *xt, size_t x)
+{
+    const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
+                            : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
+    return _mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x)));
+}
+
+__attribute__((target("avx2"))) static size_t range_avx2(const uint32_t *a32, const uint64_t *a64, const int64_t *xt,
+                                                        size_t n, int64_t *mn, int64_t *mx)
+{
+    __m256i vmn[4], vmx[4], v;
+    int64_t lo[4], hi[4];
+    size_t x = 0;
+    int i, k;
+
+    for (k = 0; k < 4; k++) {
+        vmn[k] = _mm256_set1_epi64x(*mn);
+        vmx[k] = _mm256_set1_epi64x(*mx);
+    }
+    for (; x + 16 <= n; x += 16)
+        for (k = 0; k < 4; k++) {
+            v = range_load(a32, a64, xt, x + 4 * (size_t)k);
+            vmn[k] = _mm256_blendv_epi8(vmn[k], v, _mm256_cmpgt_epi64(vmn[k], v));
+            vmx[k] = _mm256_blendv_epi8(vmx[k], v, _mm256_cmpgt_epi64(v, vmx[k]));
+        }
+    for (; x + 4 <= n; x += 4) {
+        v = range_load(a32, a64, xt, x);
+        vmn[0] = _mm256_blendv_epi8(vmn[0], v, _mm256_cmpgt_epi64(vmn[0], v));
+        vmx[0] = _mm256_blendv_epi8(vmx[0], v, _mm256_cmpgt_epi64(v, vmx[0]));
+    }
+    for (k = 0; k < 4; k++) {
+        _mm256_storeu_si256((__m256i *)(void *)lo, vmn[k]);
+        _mm256_storeu_si256((__m256i *)(void *)hi, vmx[k]);
+        for (i = 0; i < 4; i++) {
+            *mn = lo[i] < *mn ? lo[i] : *mn;
+            *mx = hi[i] > *mx ? hi[i] : *mx;
+        }
+    }
+    return x;
+}
+#endif
+
 /* Range of alu = sum(x*w) + x_term + w_const over the pixels of R. */
 static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_term, const runs *R, int64_t w_const,
                       int64_t *lo, int64_t *hi)
@@ -331,7 +532,13 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
 
     for (r = 0; r < R->count; r++) {
         const size_t first = (size_t)r * R->row_step * L->w, acc_first = r * R->acc_row;
-        for (x = R->x_first; x < R->span; x += R->x_step) {
+        x = R->x_first;
+#ifdef EMU_AVX2
+        if (L->avx2 && R->x_step == 1)
+            x += range_avx2(L->eight_bit ? acc32 + acc_first + x : NULL, B->acc + acc_first + x, x_term + first + x,
+                            R->span - x, &mn, &mx);
+#endif
+        for (; x < R->span; x += R->x_step) {
             const int64_t v = (L->eight_bit ? (int64_t)acc32[acc_first + x] : (int64_t)B->acc[acc_first + x]) +
                               x_term[first + x];
             mn = v < mn ? v : mn;
@@ -343,7 +550,8 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
 }
 
 /* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
-static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W)
+static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W,
+                      uint32_t channels)
 {
     const runs R = plane_runs(L);
     const uint32_t *acc32 = (const uint32_t *)(const void *)W->acc;
@@ -368,10 +576,37 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, co
     if (has_range)
         alu_range(L, W, x_term, &R, w_const, &lo, &hi);
     okpu_emu_bn_channel_init(L, &S->act, bn, has_range, lo, hi, &bc);
+    if (has_range) {
+        const size_t npix = (size_t)R.count * ((R.span - R.x_first + R.x_step - 1) / R.x_step);
+        okpu_emu_bn_lut(L, &S->act, &bc, W, npix, npix * channels);
+    }
     for (r = 0; r < R.count; r++) {
         const size_t first = (size_t)r * R.row_step * L->w;
         okpu_emu_bn_act_row(L, &S->act, &bc, L->eight_bit ? acc32 + r * R.acc_row : NULL, W->acc + r * R.acc_row,
                             x_term + first, w_const, W->activated + first, R.x_first, R.span, R.x_step);
+    }
+}
+
+/* The pool of one channel: max 2x2 stride 2 (the common one) here, the others in okpu_emu_pool_plane. Every window
+ * of that pool lies inside the map (2 * ox + 1 < w), so it is the largest of four bytes; plain loops the compiler
+ * vectorises. */
+static void pool_fast(const emu_layer *L, const uint8_t *in, uint8_t *out)
+{
+    const uint32_t w = L->w, ow = L->w / 2u, oh = L->h / 2u;
+    uint32_t ox, oy;
+
+    if (L->a->pool_type != 1) {
+        okpu_emu_pool_plane(in, L->w, L->h, L->a->pool_type, L->mean_border, out);
+        return;
+    }
+    for (oy = 0; oy < oh; oy++) {
+        const uint8_t *r0 = in + (size_t)2u * oy * w, *r1 = r0 + w;
+        uint8_t *o = out + (size_t)oy * ow;
+        for (ox = 0; ox < ow; ox++) {
+            const uint8_t a = r0[2u * ox] > r0[2u * ox + 1u] ? r0[2u * ox] : r0[2u * ox + 1u];
+            const uint8_t b = r1[2u * ox] > r1[2u * ox + 1u] ? r1[2u * ox] : r1[2u * ox + 1u];
+            o[ox] = a > b ? a : b;
+        }
     }
 }
 
@@ -381,10 +616,12 @@ void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_e
     const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
     uint32_t oc;
 
+    W->lut_n = 0; /* the table holds the activation of the layer this range belongs to */
+    W->lut_filled = 0;
     for (oc = oc_first; oc < oc_end; oc++) {
         okpu_kpu_bn bn;
         okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
-        conv_fast(L, oc, &bn, S, W);
-        okpu_emu_pool_plane(W->activated, L->w, L->h, L->a->pool_type, L->mean_border, out + oc * out_plane);
+        conv_fast(L, oc, &bn, S, W, oc_end - oc_first);
+        pool_fast(L, W->activated, out + oc * out_plane);
     }
 }
