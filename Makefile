@@ -13,6 +13,9 @@ RV_CC    := riscv64-unknown-elf-gcc
 RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=picolibc.specs
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+# Host builds have POSIX threads: the emulator's forward pass runs on a worker pool (c_src/core/workers.c). The cross
+# builds (rv64, K210) and the MicroPython ports leave OKPU_HAVE_PTHREADS undefined: one thread, no libpthread.
+THREADS  := -DOKPU_HAVE_PTHREADS -pthread
 
 .PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test preflight sdist-check bench mpy-host \
 	fuzz fuzz-build fuzz-replay \
@@ -141,7 +144,7 @@ vboard-bench: install firmware
 $(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(BUILD)/host
 	rm -f $(BUILD)/host/*.o
-	cd $(BUILD)/host && $(CC) $(CSTD) -O2 -c $(addprefix $(CURDIR)/,$(CORE_SRC))
+	cd $(BUILD)/host && $(CC) $(CSTD) $(THREADS) -O2 -c $(addprefix $(CURDIR)/,$(CORE_SRC))
 	ar rcs $@ $(BUILD)/host/*.o
 
 core: $(BUILD)/host/libokpu.a
@@ -181,7 +184,7 @@ SAN_TOOLS := $(SAN_DIR)/okpu_run
 $(SAN_DIR)/%: tests_host/c/%.c tests_host/c/ctest.h tests_host/c/read_file.h tests_host/c/model_run.h $(CORE_SRC) \
 		$(CORE_HDR)
 	@mkdir -p $(SAN_DIR)
-	$(CC) $(CSTD) $(SAN) $(CTEST_DEFS) -Ic_src -o $@ $< $(CORE_SRC) -lm
+	$(CC) $(CSTD) $(SAN) $(THREADS) $(CTEST_DEFS) -Ic_src -o $@ $< $(CORE_SRC) -lm
 
 # The core as a small firmware may build it: no message texts (their parameters then go unused).
 TERSE_DEFS := -DOKPU_ERROR_TERSE=1 -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable \
