@@ -292,6 +292,49 @@ static uint32_t channels_per_task(const okpu_kpu_emu *e, const emu_layer *L)
     return L->oc <= tasks ? 1u : (L->oc + tasks - 1u) / tasks;
 }
 
+/* The x-offset plane of a non-depthwise layer in bands of rows: each band is the same layer over fewer rows (its input
+ * planes start at the band's first padded row, same pitch and plane stride), writing its own rows of x_term. */
+typedef struct x_term_bands {
+    const emu_layer *L;
+    const emu_shared *S;
+    emu_worker *worker;
+    uint32_t rows; /* per band */
+} x_term_bands;
+
+static void x_term_band(void *ctx, int worker, uint32_t task)
+{
+    const x_term_bands *B = ctx;
+    const uint32_t y0 = task * B->rows;
+    emu_layer band = *B->L;
+    emu_shared shared = *B->S;
+
+    band.h = B->L->h - y0 < B->rows ? B->L->h - y0 : B->rows;
+    band.in = B->L->in + (size_t)y0 * B->L->pitch;
+    shared.x_term = B->S->x_term + (size_t)y0 * B->L->w;
+    okpu_emu_x_term_all_channels(&band, &shared, &B->worker[worker]);
+}
+
+/* Below this many tap sums (w x h x ic) the x-offset plane is computed on the calling thread alone. */
+#define PARALLEL_MIN_X_TERM 50000u
+
+static void x_term_plane(const okpu_kpu_emu *e, const emu_layer *L, emu_shared *S)
+{
+    x_term_bands B;
+    uint32_t bands;
+
+    if (e->nworkers < 2 || L->h < 2 || L->a->arg_x == 0 ||
+        (!e->split_all && (uint64_t)L->w * L->h * L->ic < PARALLEL_MIN_X_TERM)) {
+        okpu_emu_x_term_all_channels(L, S, &e->worker[0]);
+        return;
+    }
+    bands = (uint32_t)e->nworkers * TASKS_PER_WORKER;
+    B.L = L;
+    B.S = S;
+    B.worker = e->worker;
+    B.rows = e->split_all || L->h <= bands ? 1u : (L->h + bands - 1u) / bands;
+    okpu_workers_run(e->pool, (L->h + B.rows - 1u) / B.rows, x_term_band, &B);
+}
+
 static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
 {
     okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
@@ -383,7 +426,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         okpu_emu_x_table_fill(&L, &S);
         okpu_emu_act_fast_init(&L.act, L.act_sorted, &S.act);
         if (!a->depthwise)
-            okpu_emu_x_term_all_channels(&L, &S, &e->worker[0]);
+            x_term_plane(e, &L, &S);
         T.S = &S;
     }
     T.per_task = channels_per_task(e, &L);
