@@ -68,9 +68,11 @@ def test_real_models_same_for_any_thread_count(rel, testdata, monkeypatch):
             outs, ram, scratch = run_once(data, threads=threads)
             assert outs == outs1, "%s: outputs differ with threads=%d (split %s)" % (rel, threads, split)
             assert ram == ram1, "%s: KPU RAM differs with threads=%d (split %s)" % (rel, threads, split)
-            if _kpu.default_threads() > 1:  # a build with threads: each worker has its own buffers, reported
-                assert scratch > scratch1, "%s: threads=%d reports %d scratch bytes, threads=1 %d" % (
-                    rel, threads, scratch, scratch1)
+            if _kpu.default_threads() > 1:  # a build with threads: each worker's buffers are counted, for the
+                # layers split over them (all of them when split per channel)
+                want = scratch > scratch1 if split == "1" else scratch >= scratch1
+                assert want, "%s: threads=%d reports %d scratch bytes, threads=1 %d (split %s)" % (
+                    rel, threads, scratch, scratch1, split)
 
 
 @settings(max_examples=int(os.environ.get("OPENKPU_THREADS_EXAMPLES", "60")), deadline=None, derandomize=True,
@@ -195,4 +197,7 @@ def test_threads_option():
     with pytest.raises(TypeError):
         _kpu.Model(data, threads="2")
     base = run_once(data, threads=0)
-    assert base[0] == run_once(data, threads=64)[0]
+    wide = run_once(data, threads=64)
+    assert base[:2] == wide[:2]
+    # no layer of this small model is worth waking a worker: it takes no more working memory on 64 threads
+    assert wide[2] == run_once(data, threads=1)[2]

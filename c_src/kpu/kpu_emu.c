@@ -79,8 +79,22 @@ static uint64_t align8(uint64_t n)
     return (n + 7u) & ~(uint64_t)7u;
 }
 
+/* Below this many multiply-accumulates a layer runs on the calling thread alone (waking a worker costs more), and the
+ * block holds one set of worker parts for it: a small model takes no more memory on many threads than on one. */
+#define PARALLEL_MIN_MACS 200000u
+
+/* The sets of worker parts the layer `a` uses: 1, or every worker's when its channels are split. */
+static int layer_workers(const okpu_kpu_emu *e, const okpu_kpu_args *a)
+{
+    const uint64_t k = okpu_kpu_kernel_size(a);
+    const uint64_t macs = (uint64_t)a->in_width * a->in_height * (a->depthwise ? 1u : a->in_channels) * k * k *
+                          a->out_channels; /* < 2^44: 10-bit fields, k <= 3 */
+
+    return e->nworkers > 1 && (e->split_all || macs >= PARALLEL_MIN_MACS) ? e->nworkers : 1;
+}
+
 /* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path and for the
- * x-offset part the layer does not use) and the block's size: the shared parts plus nworkers sets of worker parts.
+ * x-offset part the layer does not use) and the block's size: the shared parts plus layer_workers sets of worker parts.
  * okpu_kpu_args_check bounds every factor (the maps fit the 2 MiB KPU RAM, x_table has 9 * 255 + 1 entries); the checked
  * products keep that an explicit limit rather than an assumption. */
 static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, uint64_t part[PART_COUNT], uint64_t *total,
@@ -112,7 +126,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
         else
             bad |= okpu_add_ovf(per_worker, part[i], OKPU_SIZE_LIMIT, &per_worker);
     }
-    bad |= bad ? 0 : okpu_mul_ovf(per_worker, (uint64_t)e->nworkers, OKPU_SIZE_LIMIT, &per_worker);
+    bad |= bad ? 0 : okpu_mul_ovf(per_worker, (uint64_t)layer_workers(e, a), OKPU_SIZE_LIMIT, &per_worker);
     bad |= bad ? 0 : okpu_add_ovf(*total, per_worker, OKPU_SIZE_LIMIT, total);
     if (bad || *total > (uint64_t)(size_t)-1)
         return okpu_fail(err, OKPU_ERR_PARAM, layer, -1,
@@ -274,20 +288,17 @@ static void channel_task(void *ctx, int worker, uint32_t task)
         okpu_emu_channels_reference(T->L, first, end, W->activated, T->out);
 }
 
-/* Below this many multiply-accumulates a layer runs on the calling thread alone: waking a worker costs more. */
-#define PARALLEL_MIN_MACS 200000u
 /* Tasks per worker: small enough tasks that a worker the OS delays (a busy machine) leaves its share to the others. */
 #define TASKS_PER_WORKER 4u
 
 static uint32_t channels_per_task(const okpu_kpu_emu *e, const emu_layer *L)
 {
-    const uint64_t macs = (uint64_t)L->w * L->h * L->g_ic * L->kk * L->oc; /* < 2^50: okpu_kpu_args_check */
     uint32_t tasks;
 
+    if (layer_workers(e, L->a) < 2)
+        return e->split_all ? 1u : L->oc;
     if (e->split_all)
         return 1;
-    if (e->nworkers < 2 || macs < PARALLEL_MIN_MACS)
-        return L->oc;
     tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
     return L->oc <= tasks ? 1u : (L->oc + tasks - 1u) / tasks;
 }
@@ -322,7 +333,7 @@ static void x_term_plane(const okpu_kpu_emu *e, const emu_layer *L, emu_shared *
     x_term_bands B;
     uint32_t bands;
 
-    if (e->nworkers < 2 || L->h < 2 || L->a->arg_x == 0 ||
+    if (layer_workers(e, L->a) < 2 || L->h < 2 || L->a->arg_x == 0 ||
         (!e->split_all && (uint64_t)L->w * L->h * L->ic < PARALLEL_MIN_X_TERM)) {
         okpu_emu_x_term_all_channels(L, S, &e->worker[0]);
         return;
@@ -364,7 +375,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         at[i] = part[i] ? next : NULL;
         next += part[i];
     }
-    for (k = 0; k < e->nworkers; k++) {
+    for (k = 0; k < layer_workers(e, a); k++) {
         emu_worker *W = &e->worker[k];
         for (i = PART_FIRST_WORKER; i < PART_COUNT; i++) {
             at[i] = part[i] ? next : NULL;

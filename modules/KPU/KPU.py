@@ -410,8 +410,9 @@ def _file_size(path):
         return -1
 
 
-def load(path_or_offset):
-    """load(path) or load(flash_offset) -> kpu_net."""
+def load(path_or_offset, threads=0):
+    """load(path) or load(flash_offset) -> kpu_net. threads (openkpu): the emulator's worker threads for a forward
+    pass on a PC (0 = the processors available; the same outputs for any count); a board runs one."""
     arg = path_or_offset
     if not _MICROPYTHON and not isinstance(arg, (str, int)) and hasattr(arg, "__fspath__"):
         arg = arg.__fspath__()
@@ -427,7 +428,7 @@ def load(path_or_offset):
     else:
         data = _read_flash(arg)
         addr, path, where = arg, None, "model read from %s at 0x%x" % (_flash_name(), arg)
-    return _open_net(data, addr, path, where)
+    return _open_net(data, addr, path, where, threads)
 
 
 _COMPILE_HINT = ("compile it to a kmodel first with nncase: ncc 0.1.0-rc5 gives kmodel v3 and nncase 0.2.0-beta4 "
@@ -460,10 +461,10 @@ def _what_it_is(data, path, flash):
     return "this is %s, not a kmodel: %s" % (kind, _COMPILE_HINT)
 
 
-def _open_net(data, addr, path, where):
+def _open_net(data, addr, path, where, threads=0):
     """Load `data` into the core and count the net against the model limit. where: said after a load error."""
     try:
-        model = _kpu.Model(data)
+        model = _kpu.Model(data, threads=threads) if threads else _kpu.Model(data)
     except ValueError as e:
         text = str(e)
         if ("error:%d," % ERR_KMODEL_VERSION) in text:
