@@ -35,6 +35,7 @@
 
 #include "okpu.h"
 #include "core/floats.h"
+#include "core/workers.h"
 #include "post/face.h"
 #include "post/yolo2.h"
 
@@ -886,6 +887,12 @@ static mp_obj_t kpu_status_name(mp_obj_t code_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_status_name_obj, kpu_status_name);
 
+/* The threads Model(threads=0) runs: 1 here (the core of a MicroPython port has no POSIX threads). */
+static mp_obj_t kpu_default_threads(void) {
+    return MP_OBJ_NEW_SMALL_INT(okpu_workers_default_count());
+}
+static MP_DEFINE_CONST_FUN_OBJ_0(kpu_default_threads_obj, kpu_default_threads);
+
 /* error_text(what, code, message): the text the bindings raise, for KPU.py's own errors (one wording everywhere). */
 static mp_obj_t kpu_error_text(mp_obj_t what_in, mp_obj_t code_in, mp_obj_t message_in) {
     okpu_error err;
@@ -908,6 +915,7 @@ static const mp_rom_map_elem_t kpu_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR__kpu) },
     { MP_ROM_QSTR(MP_QSTR_Model), MP_ROM_PTR(&kpu_model_type) },
     { MP_ROM_QSTR(MP_QSTR_status_name), MP_ROM_PTR(&kpu_status_name_obj) },
+    { MP_ROM_QSTR(MP_QSTR_default_threads), MP_ROM_PTR(&kpu_default_threads_obj) },
     { MP_ROM_QSTR(MP_QSTR_error_text), MP_ROM_PTR(&kpu_error_text_obj) },
     { MP_ROM_QSTR(MP_QSTR_LayerInfo), MP_ROM_PTR(&kpu_layer_info_type) },
     { MP_ROM_QSTR(MP_QSTR_TensorInfo), MP_ROM_PTR(&kpu_tensor_info_type) },
