@@ -385,11 +385,16 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
     if (!check_idle(self))
         return NULL;
     memset(&err, 0, sizeof err);
-    self->running = 1;
-    Py_BEGIN_ALLOW_THREADS
-    rc = okpu_model_run(self->model, n_layers, &err);
-    Py_END_ALLOW_THREADS
-    self->running = 0;
+    /* What a partial run needs is taken first, with the GIL held (run would take it with the same error): while the
+     * GIL is released the run then changes nothing the load-time queries (layers, memory, ...) read. */
+    rc = okpu_model_reserve_partial(self->model, n_layers, &err);
+    if (rc == OKPU_OK) {
+        self->running = 1;
+        Py_BEGIN_ALLOW_THREADS
+        rc = okpu_model_run(self->model, n_layers, &err);
+        Py_END_ALLOW_THREADS
+        self->running = 0;
+    }
     if (rc != OKPU_OK)
         return raise_oserror("run", &err, rc);
     Py_RETURN_NONE;
