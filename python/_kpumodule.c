@@ -600,8 +600,8 @@ static PyTypeObject ModelType = {
     .tp_basicsize = sizeof(ModelObject),
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None, "
-              "threads=0)\n\n"
+    .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, "
+              "max_work=None, threads=0)\n\n"
               "A loaded kmodel (v3/v4/v5). `data` is any bytes-like object; it is referenced, not copied. threads: the "
               "emulator's worker threads for a forward pass (0 = default_threads()); outputs are the same for any "
               "count. run() releases the GIL.",

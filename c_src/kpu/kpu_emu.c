@@ -48,8 +48,9 @@ typedef struct okpu_kpu_emu {
 } okpu_kpu_emu;
 
 /* ---- Working memory ----
- * One block, sized for the largest layer (the parts every worker reads, then one set of worker parts per thread): prepare() (the backend hook model.c calls at load for every KPU conv)
- * takes it, so a model's forward pass never allocates. run_layer carves the block into the parts below. A caller
+ * One block, sized for the largest layer (the parts every worker reads, then one set of worker parts per thread the
+ * layer is split over): prepare() (the backend hook model.c calls at load for every KPU conv) takes it, so a model's
+ * forward pass never allocates. run_layer carves the block into the parts below. A caller
  * that runs a layer no prepare covered (the virtual board's register block calls prepare itself; the transitional
  * LEGACY reader steps and a test driving the backend by hand do not) gets the same memory taken on that run:
  * run_layer prepares the job itself, which is the only allocation it can make.
@@ -94,7 +95,8 @@ static int layer_workers(const okpu_kpu_emu *e, const okpu_kpu_args *a)
 }
 
 /* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path and for the
- * x-offset part the layer does not use) and the block's size: the shared parts plus layer_workers sets of worker parts.
+ * x-offset part the layer does not use) and the block's size: the shared parts plus layer_workers sets of worker
+ * parts.
  * okpu_kpu_args_check bounds every factor (the maps fit the 2 MiB KPU RAM, x_table has 9 * 255 + 1 entries); the checked
  * products keep that an explicit limit rather than an assumption. */
 static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, uint64_t part[PART_COUNT], uint64_t *total,

@@ -308,7 +308,8 @@ static void model_threads(const char *path, int required, int modes_run, int i_s
     for (mode = 0; mode < modes_run; mode++) {
         if (modes[mode][0])
             setenv(modes[mode][0], modes[mode][1], 1);
-        snprintf(name, sizeof name, "%s%s%s", path, modes[mode][0] ? " with " : "", modes[mode][0] ? modes[mode][0] : "");
+        snprintf(name, sizeof name, "%s%s%s", path, modes[mode][0] ? " with " : "",
+                 modes[mode][0] ? modes[mode][0] : "");
         if (run_threads(data, size, 1, &one, name)) {
             for (threads = 2; threads <= 3; threads++) {
                 if (run_threads(data, size, threads, &more, name)) {
