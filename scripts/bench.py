@@ -146,8 +146,9 @@ def main():
             print("%-*s error: %s" % (width, rel, e))
             continue
         ort_s = peer.get(rel)
-        print("%-*s %8.2f %9.1f %10.2f %10.2f %7.2f %8s %6s %8s" % (
-            width, rel, load_s * 1e3, mem["kpu_macs"] / 1e6, one_s * 1e3, many_s * 1e3, one_s / many_s if many_s else 0.0,
+        print("%-*s %8.2f %9.1f %10.2f %10.2f %7s %8s %6s %8s" % (
+            width, rel, load_s * 1e3, mem["kpu_macs"] / 1e6, one_s * 1e3, many_s * 1e3,
+            "%.2f" % (one_s / many_s) if one_s >= 1e-4 else "-",  # (a run of microseconds: timer noise)
             "%.2f" % (ort_s * 1e3) if ort_s else "-", "%.1f" % (one_s / ort_s) if ort_s else "-",
             "%.1f" % K210_MS[rel] if rel in K210_MS else "-"))
     if peer and any(rel not in peer for rel in MODELS if (TESTDATA / rel).exists()):
