@@ -22,6 +22,7 @@ import os
 import pathlib
 import statistics
 import sys
+import threading
 import time
 
 import _kpu
@@ -84,6 +85,32 @@ def bench(path, runs, threads):
     return load_s, one_s, many_s, mem
 
 
+def parallel_capacity(path, threads, runs):
+    """How many of `threads` processors this process gets now: the throughput of `threads` one-thread models run at once
+    (run() releases the GIL) over that of one. About `threads` on an idle machine; about 1 when other work holds the
+    rest, and then no thread count can be faster than one."""
+    data = path.read_bytes()
+    models = []
+    for _ in range(threads):
+        m = _kpu.Model(data, threads=1)
+        for index, inp in enumerate(m.inputs()):
+            m.set_input(index, bytes(inp.bytes))
+        m.run()
+        models.append(m)
+    alone = median_time(models[0].run, runs)
+
+    def together():
+        pool = [threading.Thread(target=m.run) for m in models]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    both = median_time(together, runs)
+    for m in models:
+        m.free()
+    return threads * alone / both
+
+
 def conv_shapes(path):
     """[[w, h, in_c, out_c, kernel, depthwise], ...] of the model's KPU layers, at input resolution."""
     model = _kpu.Model(path.read_bytes())
@@ -124,6 +151,12 @@ def main():
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print("openkpu: 1 thread and %d threads (Model(threads=N)); %d processors available; load average %s" % (
         args.threads, _kpu.default_threads(), "%.2f" % load[0] if load else "unknown"))
+    probe = TESTDATA / "face_detect_yolo2_v3_maixpy/facedetect.kmodel"
+    if args.threads > 1 and probe.exists():
+        print("machine check: %d one-thread models at once ran %.2fx the throughput of one (%d.00 = %d idle processors; "
+              "near 1.00, other work holds them and the %d-thread column cannot beat the 1-thread one)" % (
+                  args.threads, parallel_capacity(probe, args.threads, args.runs), args.threads, args.threads,
+                  args.threads))
     if peer_version:
         print("peer: onnxruntime %s, QLinearConv (uint8) on the same convolution shapes, 1 intra-op thread; "
               "ratio = openkpu 1 thread / onnxruntime" % peer_version)
