@@ -17,7 +17,7 @@ SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # builds (rv64, K210) and the MicroPython ports leave OKPU_HAVE_PTHREADS undefined: one thread, no libpthread.
 THREADS  := -DOKPU_HAVE_PTHREADS -pthread
 
-.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test preflight sdist-check bench mpy-host \
+.PHONY: help setup install demo core cross ctest ctest-build ctest-tsan mpy-check pytest test preflight sdist-check bench mpy-host \
 	fuzz fuzz-build fuzz-replay \
 	mpy-rv64 \
 	mpy-size firmware \
@@ -29,7 +29,8 @@ help:
 	@echo "make preflight     check the compilers, picolibc, QEMU, libFuzzer and python3-venv make test needs"
 	@echo "make setup         .venv with every test and tool dependency (requirements-dev.txt)"
 	@echo "make install       (re)install the package into .venv (C extension + KPU shim + host tools)"
-	@echo "make ctest         the C tests under ASan+UBSan (ctest-build: only build them)"
+	@echo "make ctest         the C tests under ASan+UBSan (ctest-build: only build them; ctest-tsan: the worker"
+	@echo "                   pool and threaded emulator test under ThreadSanitizer, ~2 min)"
 	@echo "make core          the C core as a host static library (build/host/libokpu.a)"
 	@echo "make cross         compile the C core for rv64imafdc/lp64d with -Werror"
 	@echo "make mpy-check     KPU.py compiles with mpy-cross for rv64imc"
@@ -198,6 +199,14 @@ ctest-build: $(CTESTS) $(SAN_TOOLS)
 
 ctest: ctest-build
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
+
+# The worker pool and the threaded emulator (tests_host/c/test_workers.c) under ThreadSanitizer: no data race between
+# the workers. Not part of ctest (ASan and TSan do not mix, and it takes a couple of minutes).
+ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c
+	@mkdir -p $(BUILD)/tsan
+	$(CC) $(CSTD) -fsanitize=thread -g -O1 $(THREADS) -Ic_src -o $(BUILD)/tsan/test_workers tests_host/c/test_workers.c \
+		$(CORE_SRC) -lm
+	$(BUILD)/tsan/test_workers
 
 # ---- Fuzzing (libFuzzer, clang; Debian: apt-get install clang libclang-rt-14-dev) ----------------------------------
 # make fuzz FUZZ_SECONDS=N  runs every target for N seconds each from seeds generated into build/fuzz/seeds (real

@@ -5,8 +5,8 @@
 #if defined(OKPU_HAVE_PTHREADS) && defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity: the processors this process may use, not all the machine has */
 #endif
-#if defined(OKPU_HAVE_PTHREADS) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
-#define _POSIX_C_SOURCE 200809L
+#if defined(OKPU_HAVE_PTHREADS) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(__APPLE__)
+#define _POSIX_C_SOURCE 200809L /* (macOS hides _SC_NPROCESSORS_ONLN under it; its headers need none) */
 #endif
 
 #include "workers.h"
@@ -60,8 +60,10 @@ int okpu_workers_default_count(void)
     if (sched_getaffinity(0, sizeof set, &set) == 0)
         n = CPU_COUNT(&set);
 #endif
+#ifdef _SC_NPROCESSORS_ONLN
     if (n <= 0)
         n = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
     return n < 1 ? 1 : n > OKPU_WORKERS_MAX ? OKPU_WORKERS_MAX : (int)n;
 #else
     return 1;
