@@ -63,26 +63,30 @@ def median_time(fn, runs):
     return statistics.median(times)
 
 
-def forward_seconds(data, threads, runs):
+def ready_model(data, threads):
     model = _kpu.Model(data, threads=threads)
     for index, inp in enumerate(model.inputs()):
         # A deterministic, non-trivial input: the forward time does not depend on the values.
         model.set_input(index, bytes((i * 37 + 11) & 0xFF for i in range(inp.bytes)) if inp.typecode == "B"
                         else bytes(inp.bytes))
     model.run()  # warm-up
-    fwd_s = median_time(model.run, runs)
-    mem = model.memory()
-    model.free()
-    return fwd_s, mem
+    return model
 
 
 def bench(path, runs, threads):
-    """(load s, forward s on 1 thread, forward s on `threads`, memory report on 1 thread)."""
+    """(load s, forward s on 1 thread, forward s on `threads`, memory report on 1 thread). The 1-thread and the
+    `threads` runs alternate, so a change in the machine's load between them touches both columns alike."""
     data = path.read_bytes()
     load_s = median_time(lambda: _kpu.Model(data, threads=1).free(), runs)
-    one_s, mem = forward_seconds(data, 1, runs)
-    many_s = forward_seconds(data, threads, runs)[0] if threads > 1 else one_s
-    return load_s, one_s, many_s, mem
+    one, many = ready_model(data, 1), ready_model(data, threads)
+    one_t, many_t = [], []
+    for _ in range(runs):
+        one_t.append(median_time(one.run, 1))
+        many_t.append(median_time(many.run, 1))
+    mem = one.memory()
+    one.free()
+    many.free()
+    return load_s, statistics.median(one_t), statistics.median(many_t), mem
 
 
 def parallel_capacity(path, threads, runs):
