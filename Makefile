@@ -13,8 +13,11 @@ RV_CC    := riscv64-unknown-elf-gcc
 RV_FLAGS := -march=rv64imafdc -mabi=lp64d -mcmodel=medany -O2 $(CSTD) --specs=picolibc.specs
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+# Host builds have POSIX threads: the emulator's forward pass runs on a worker pool (c_src/core/workers.c). The cross
+# builds (rv64, K210) and the MicroPython ports leave OKPU_HAVE_PTHREADS undefined: one thread, no libpthread.
+THREADS  := -DOKPU_HAVE_PTHREADS -pthread
 
-.PHONY: help setup install demo core cross ctest ctest-build mpy-check pytest test preflight sdist-check bench mpy-host \
+.PHONY: help setup install demo core cross ctest ctest-build ctest-tsan mpy-check pytest test preflight sdist-check bench mpy-host \
 	fuzz fuzz-build fuzz-replay \
 	mpy-rv64 \
 	mpy-size firmware \
@@ -26,7 +29,8 @@ help:
 	@echo "make preflight     check the compilers, picolibc, QEMU, libFuzzer and python3-venv make test needs"
 	@echo "make setup         .venv with every test and tool dependency (requirements-dev.txt)"
 	@echo "make install       (re)install the package into .venv (C extension + KPU shim + host tools)"
-	@echo "make ctest         the C tests under ASan+UBSan (ctest-build: only build them)"
+	@echo "make ctest         the C tests under ASan+UBSan (ctest-build: only build them; ctest-tsan: the worker"
+	@echo "                   pool and threaded emulator test under ThreadSanitizer, ~2 min)"
 	@echo "make core          the C core as a host static library (build/host/libokpu.a)"
 	@echo "make cross         compile the C core for rv64imafdc/lp64d with -Werror"
 	@echo "make mpy-check     KPU.py compiles with mpy-cross for rv64imc"
@@ -141,7 +145,7 @@ vboard-bench: install firmware
 $(BUILD)/host/libokpu.a: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(BUILD)/host
 	rm -f $(BUILD)/host/*.o
-	cd $(BUILD)/host && $(CC) $(CSTD) -O2 -c $(addprefix $(CURDIR)/,$(CORE_SRC))
+	cd $(BUILD)/host && $(CC) $(CSTD) $(THREADS) -O2 -c $(addprefix $(CURDIR)/,$(CORE_SRC))
 	ar rcs $@ $(BUILD)/host/*.o
 
 core: $(BUILD)/host/libokpu.a
@@ -181,7 +185,7 @@ SAN_TOOLS := $(SAN_DIR)/okpu_run
 $(SAN_DIR)/%: tests_host/c/%.c tests_host/c/ctest.h tests_host/c/read_file.h tests_host/c/model_run.h $(CORE_SRC) \
 		$(CORE_HDR)
 	@mkdir -p $(SAN_DIR)
-	$(CC) $(CSTD) $(SAN) $(CTEST_DEFS) -Ic_src -o $@ $< $(CORE_SRC) -lm
+	$(CC) $(CSTD) $(SAN) $(THREADS) $(CTEST_DEFS) -Ic_src -o $@ $< $(CORE_SRC) -lm
 
 # The core as a small firmware may build it: no message texts (their parameters then go unused).
 TERSE_DEFS := -DOKPU_ERROR_TERSE=1 -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable \
@@ -195,6 +199,14 @@ ctest-build: $(CTESTS) $(SAN_TOOLS)
 
 ctest: ctest-build
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
+
+# The worker pool and the threaded emulator (tests_host/c/test_workers.c) under ThreadSanitizer: no data race between
+# the workers. Not part of ctest (ASan and TSan do not mix, and it takes a couple of minutes).
+ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c
+	@mkdir -p $(BUILD)/tsan
+	$(CC) $(CSTD) -fsanitize=thread -g -O1 $(THREADS) -Ic_src -o $(BUILD)/tsan/test_workers tests_host/c/test_workers.c \
+		$(CORE_SRC) -lm
+	$(BUILD)/tsan/test_workers
 
 # ---- Fuzzing (libFuzzer, clang; Debian: apt-get install clang libclang-rt-14-dev) ----------------------------------
 # make fuzz FUZZ_SECONDS=N  runs every target for N seconds each from seeds generated into build/fuzz/seeds (real

@@ -21,6 +21,10 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CORE_FLAGS = ["-std=c99", "-O3", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes"]
+# POSIX systems have threads: the emulator's forward pass runs on a worker pool (c_src/core/workers.c); elsewhere the
+# core runs one thread.
+THREAD_FLAGS = ["-DOKPU_HAVE_PTHREADS", "-pthread"] if os.name == "posix" else []
+CORE_FLAGS += THREAD_FLAGS
 if not os.environ.get("OPENKPU_NO_WERROR"):
     CORE_FLAGS.append("-Werror")
 BINDING_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
@@ -77,6 +81,7 @@ kpu_ext = Extension(
     include_dirs=["c_src"],
     extra_compile_args=BINDING_FLAGS,
     libraries=["m"] if os.name == "posix" else [],
+    extra_link_args=THREAD_FLAGS[1:],
     depends=["c_src/okpu.h"],
 )
 

@@ -128,6 +128,11 @@ typedef struct okpu_options {
      * it), 1 .. 8 = a release group, oldest first (kmodel/kmodel_v5_release.h); a file that does not decode under the
      * chosen group is refused. */
     int v5_release;
+    /* Threads of the KPU emulator's forward pass (each layer's output channels are split over them; the outputs are
+     * the same for every count): 0 = the processors this process may use (sched_getaffinity, else
+     * sysconf(_SC_NPROCESSORS_ONLN)) in a build with POSIX threads (OKPU_HAVE_PTHREADS), 1..64 = that many. A build
+     * without them (the board, MicroPython ports) runs one thread whatever this says. */
+    int threads;
 } okpu_options;
 
 /* The default work budget: about 15x the largest real model (MobileNet v1 0.75, v3: 542,429,040). */

@@ -6,9 +6,12 @@
  * The same small API is meant to be re-implemented as a MicroPython native module, so it stays plain:
  *
  *   m = _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
- *                  max_work=None, nncase=None)   (None: OKPU_DEFAULT_MAX_WORK operations per forward pass;
- *                  nncase: kmodel v5's compiler release, "1.9.0" ...; None: detected from the file)
+ *                  max_work=None, nncase=None, threads=0)   (None: OKPU_DEFAULT_MAX_WORK operations per forward
+ *                  pass; nncase: kmodel v5's compiler release, "1.9.0" ...; None: detected from the file; threads:
+ *                  the emulator's worker threads, 0 = _kpu.default_threads(), the processors this process may use)
  *   act_round: 0 / "half_even" (default), 1 / "half_up", 2 / "sdk_carry", 3 / "nncase1" (nncase 1.x's Simulator)
+ *   run() releases the GIL: other Python threads (and other models) run meanwhile; while it runs, a call on the same
+ *   model that reads or changes its run state (set_input, run, reserve, output, kpu_ram, free) raises RuntimeError.
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
  *   _kpu.status_name(code); _kpu.error_text(what, code, message)
@@ -30,12 +33,14 @@
 
 #include "okpu.h"
 #include "kmodel/kmodel_v5_release.h"
+#include "core/workers.h"
 
 typedef struct {
     PyObject_HEAD
     okpu_model *model; /* NULL once freed */
     Py_buffer view;    /* the model bytes: the core does not copy them, so the buffer is held until free */
     int has_view;
+    int running; /* inside run() with the GIL released: see check_idle */
 } ModelObject;
 
 static const char FREED_MSG[] = "model was freed (deinit)";
@@ -71,6 +76,19 @@ static int check_live(ModelObject *self)
         return 0;
     }
     return 1;
+}
+
+/* A method that reads or changes what run() works on, while another Python thread is inside run() on this model
+ * (checked and set with the GIL held, so two threads cannot both pass). */
+static int check_idle(ModelObject *self)
+{
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "model is running in another thread: wait for its run() to return (a model runs one forward "
+                        "pass at a time; load the model twice to run two at once)");
+        return 0;
+    }
+    return check_live(self);
 }
 
 /* The core's text for (code, message): "[MAIXPY]kpu: <what> error:<code>, <name>: <message>" (okpu_error_format). */
@@ -246,11 +264,11 @@ static int parse_act_round(PyObject *o, int *mode)
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"data", "conv_offset", "act_round", "v3_quant_round", "v4_quant_round", "mean_border",
-                             "max_work", "nncase", NULL};
+                             "max_work", "nncase", "threads", NULL};
     PyObject *data, *max_work = Py_None, *act_round_obj = NULL;
     const char *nncase = NULL; /* kmodel v5: the nncase release (None: detect) */
     okpu_options opts;
-    int conv_offset, act_round, v3_round, v4_round, mean_border;
+    int conv_offset, act_round, v3_round, v4_round, mean_border, threads = 0;
     ModelObject *self;
     okpu_error err;
 
@@ -260,9 +278,10 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     v3_round = (int)opts.v3_quant_round;
     v4_round = (int)opts.v4_quant_round;
     mean_border = (int)opts.mean_border;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iOiiiOz:Model", kwlist, &data, &conv_offset, &act_round_obj,
-                                     &v3_round, &v4_round, &mean_border, &max_work, &nncase))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$iOiiiOzi:Model", kwlist, &data, &conv_offset, &act_round_obj,
+                                     &v3_round, &v4_round, &mean_border, &max_work, &nncase, &threads))
         return NULL;
+    opts.threads = threads; /* the core checks the range */
     if (max_work != Py_None) {
         unsigned long long mw = PyLong_Check(max_work) ? PyLong_AsUnsignedLongLong(max_work) : 0;
         if (!PyLong_Check(max_work) || PyErr_Occurred() || mw == 0) {
@@ -300,6 +319,7 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->model = NULL;
     self->has_view = 0;
+    self->running = 0;
     if (PyObject_GetBuffer(data, &self->view, PyBUF_SIMPLE) < 0) {
         Py_DECREF(self);
         return NULL;
@@ -377,7 +397,7 @@ static PyObject *Model_set_input(ModelObject *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "iy*:set_input", &index, &buf))
         return NULL;
-    if (!check_live(self)) {
+    if (!check_idle(self)) {
         PyBuffer_Release(&buf);
         return NULL;
     }
@@ -400,10 +420,19 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|i:run", kwlist, &n_layers))
         return NULL;
-    if (!check_live(self))
+    if (!check_idle(self))
         return NULL;
     memset(&err, 0, sizeof err);
-    rc = okpu_model_run(self->model, n_layers, &err);
+    /* What a partial run needs is taken first, with the GIL held (run would take it with the same error): while the
+     * GIL is released the run then changes nothing the load-time queries (layers, memory, ...) read. */
+    rc = okpu_model_reserve_partial(self->model, n_layers, &err);
+    if (rc == OKPU_OK) {
+        self->running = 1;
+        Py_BEGIN_ALLOW_THREADS
+        rc = okpu_model_run(self->model, n_layers, &err);
+        Py_END_ALLOW_THREADS
+        self->running = 0;
+    }
     if (rc != OKPU_OK)
         return raise_oserror("run", &err, rc);
     Py_RETURN_NONE;
@@ -416,7 +445,7 @@ static PyObject *Model_reserve(ModelObject *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "i:reserve", &n_layers))
         return NULL;
-    if (!check_live(self))
+    if (!check_idle(self))
         return NULL;
     memset(&err, 0, sizeof err);
     rc = okpu_model_reserve_partial(self->model, n_layers, &err);
@@ -457,7 +486,7 @@ static PyObject *Model_output(ModelObject *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "i:output", &index))
         return NULL;
-    if (!check_live(self))
+    if (!check_idle(self))
         return NULL;
     memset(&err, 0, sizeof err);
     memset(&t, 0, sizeof t);
@@ -553,7 +582,7 @@ static PyObject *Model_kpu_ram(ModelObject *self, PyObject *unused)
 {
     const uint8_t *ram;
     (void)unused;
-    if (!check_live(self))
+    if (!check_idle(self))
         return NULL;
     ram = okpu_model_kpu_ram(self->model);
     if (!ram)
@@ -564,6 +593,8 @@ static PyObject *Model_kpu_ram(ModelObject *self, PyObject *unused)
 static PyObject *Model_free(ModelObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->model && !check_idle(self))
+        return NULL;
     model_release(self);
     Py_RETURN_NONE;
 }
@@ -608,12 +639,14 @@ static PyTypeObject ModelType = {
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0, max_work=None, "
-              "nncase=None)\n\n"
+              "nncase=None, threads=0)\n\n"
               "A loaded kmodel (v3/v4/v5). `data` is any bytes-like object; it is referenced, not copied.\n"
               "act_round: the KPU activation's rounding in the emulator (the K210 backend: the chip's own): 0 or "
               "'half_even' (default), 1 'half_up', 2 'sdk_carry', 3 'nncase1' (nncase 1.x's Simulator, whose "
               "reference outputs v5 models with negative activation slopes match only with it).\n"
-              "nncase: for a kmodel v5, the nncase 1.x release that compiled it ('1.9.0', '1.4', ...; None: detected).",
+              "nncase: for a kmodel v5, the nncase 1.x release that compiled it ('1.9.0', '1.4', ...; None: detected).\n"
+              "threads: the emulator's worker threads for a forward pass (0 = default_threads()); outputs are the same "
+              "for any count. run() releases the GIL.",
     .tp_methods = Model_methods,
     .tp_new = Model_new,
 };
@@ -647,7 +680,17 @@ static PyObject *kpu_error_text(PyObject *module, PyObject *args)
     return error_text(what, &err);
 }
 
+static PyObject *kpu_default_threads(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyLong_FromLong(okpu_workers_default_count());
+}
+
 static PyMethodDef module_methods[] = {
+    {"default_threads", kpu_default_threads, METH_NOARGS,
+     "default_threads() -> the worker threads Model(threads=0) runs: the processors this process may use (1 in a build "
+     "without POSIX threads)"},
     {"status_name", kpu_status_name, METH_O, "status_name(code) -> 'ERR_KMODEL_FORMAT' etc."},
     {"error_text", kpu_error_text, METH_VARARGS,
      "error_text(what, code, message) -> '[MAIXPY]kpu: <what> error:<code>, <name>: <message>' (what may be None)"},

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Benchmark the emulator on the real models: load time, forward time (median of several runs), KPU MACs, and side
-by side the peer: onnxruntime's int8 convolutions (QLinearConv, one thread) on the same convolution shapes, and the
-K210's own published latency where there is one.
+"""Benchmark the emulator on the real models: load time, KPU MACs, forward time (median of several runs) on one
+thread and on N (Model(threads=N); N = the processors available, _kpu.default_threads()), the speedup, and side by
+side the peer: onnxruntime's int8 convolutions (QLinearConv, one intra-op thread) on the same convolution shapes, the
+ratio of openkpu's one-thread time to it, and the K210's own published latency where there is one.
 
     make bench                      # all real models found in ../shared/testdata (the peer in build/bench-venv)
     python scripts/bench.py -n 9    # more runs per model
+    python scripts/bench.py --threads 4                                  # the multi-thread column with 4 threads
     python scripts/bench.py --peer-python build/bench-venv/bin/python   # with the peer column
 
-Figures are wall-clock on this machine, single thread. Models that are absent are listed as skipped. The peer runs
-in its own environment (onnx, onnxruntime, numpy: never dependencies of the package) through scripts/bench_peer.py.
+Figures are wall-clock on this machine; they mean something only on an otherwise idle machine (the header line
+prints the load average). Models that are absent are listed as skipped. The peer runs in its own environment (onnx,
+onnxruntime, numpy: never dependencies of the package) through scripts/bench_peer.py.
 """
 import json
 import subprocess
@@ -19,6 +22,7 @@ import os
 import pathlib
 import statistics
 import sys
+import threading
 import time
 
 import _kpu
@@ -44,6 +48,9 @@ MODELS = [
     "yolo2_voc20_v4_nncase/yolo_v0.2.0-alpha1_cpu_maxpool.kmodel",
     "ulffd_face_v4_nncase/slim-320.kmodel",
     "ulffd_face_v4_nncase/RFB-320.kmodel",
+    "kmodel_v5_nncase/convnet_u8_v190.kmodel",
+    "kmodel_v5_nncase/yolo320_v190.kmodel",
+    "kmodel_v5_nncase/yolox_nano_224.kmodel",
 ]
 
 
@@ -56,19 +63,56 @@ def median_time(fn, runs):
     return statistics.median(times)
 
 
-def bench(path, runs):
-    data = path.read_bytes()
-    load_s = median_time(lambda: _kpu.Model(data).free(), runs)
-    model = _kpu.Model(data)
+def ready_model(data, threads):
+    model = _kpu.Model(data, threads=threads)
     for index, inp in enumerate(model.inputs()):
         # A deterministic, non-trivial input: the forward time does not depend on the values.
         model.set_input(index, bytes((i * 37 + 11) & 0xFF for i in range(inp.bytes)) if inp.typecode == "B"
                         else bytes(inp.bytes))
     model.run()  # warm-up
-    fwd_s = median_time(model.run, runs)
-    mem = model.memory()
-    model.free()
-    return load_s, fwd_s, mem
+    return model
+
+
+def bench(path, runs, threads):
+    """(load s, forward s on 1 thread, forward s on `threads`, memory report on 1 thread). The 1-thread and the
+    `threads` runs alternate, so a change in the machine's load between them touches both columns alike."""
+    data = path.read_bytes()
+    load_s = median_time(lambda: _kpu.Model(data, threads=1).free(), runs)
+    one, many = ready_model(data, 1), ready_model(data, threads)
+    one_t, many_t = [], []
+    for _ in range(runs):
+        one_t.append(median_time(one.run, 1))
+        many_t.append(median_time(many.run, 1))
+    mem = one.memory()
+    one.free()
+    many.free()
+    return load_s, statistics.median(one_t), statistics.median(many_t), mem
+
+
+def parallel_capacity(path, threads, runs):
+    """How many of `threads` processors this process gets now: the throughput of `threads` one-thread models run at once
+    (run() releases the GIL) over that of one. About `threads` on an idle machine; about 1 when other work holds the
+    rest, and then no thread count can be faster than one."""
+    data = path.read_bytes()
+    models = []
+    for _ in range(threads):
+        m = _kpu.Model(data, threads=1)
+        for index, inp in enumerate(m.inputs()):
+            m.set_input(index, bytes(inp.bytes))
+        m.run()
+        models.append(m)
+    alone = median_time(models[0].run, runs)
+
+    def together():
+        pool = [threading.Thread(target=m.run) for m in models]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    both = median_time(together, runs)
+    for m in models:
+        m.free()
+    return threads * alone / both
 
 
 def conv_shapes(path):
@@ -102,30 +146,50 @@ def peer_seconds(python, runs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=5, help="runs per measurement (median is reported)")
+    ap.add_argument("--threads", type=int, default=_kpu.default_threads(),
+                    help="threads of the multi-thread column (default: the processors available, %(default)s)")
     ap.add_argument("--peer-python", help="a Python with onnx + onnxruntime + numpy for the peer column "
                                           "(make bench: build/bench-venv/bin/python)")
     args = ap.parse_args()
     peer, peer_version = peer_seconds(args.peer_python, args.runs) if args.peer_python else ({}, None)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    print("openkpu: 1 thread and %d threads (Model(threads=N)); %d processors available; load average %s" % (
+        args.threads, _kpu.default_threads(), "%.2f" % load[0] if load else "unknown"))
+    probe = TESTDATA / "face_detect_yolo2_v3_maixpy/facedetect.kmodel"
+    if args.threads > 1 and probe.exists():
+        print("machine check: %d one-thread models at once ran %.2fx the throughput of one (%d.00 = %d idle processors; "
+              "near 1.00, other work holds them and the %d-thread column cannot beat the 1-thread one)" % (
+                  args.threads, parallel_capacity(probe, args.threads, args.runs), args.threads, args.threads,
+                  args.threads))
     if peer_version:
-        print("peer: onnxruntime %s, QLinearConv (uint8) on the same convolution shapes, 1 thread" % peer_version)
-    print("%-58s %9s %11s %10s %12s %8s %9s %7s %7s" % ("model", "load ms", "forward ms", "KPU MMAC", "MMAC/s",
-                                                       "SRAM KiB", "ort ms", "ratio", "K210 ms"))
+        print("peer: onnxruntime %s, QLinearConv (uint8) on the same convolution shapes, 1 intra-op thread; "
+              "ratio = openkpu 1 thread / onnxruntime" % peer_version)
+    elif args.peer_python:
+        print("peer: not measured (see above): the ort and ratio columns say -")
+    else:
+        print("peer: not asked for (--peer-python; make bench passes it): the ort and ratio columns say -")
+    nth = "%d thr ms" % args.threads
+    width = max(len(rel) for rel in MODELS)
+    print("%-*s %8s %9s %10s %10s %7s %8s %6s %8s" % (width, "model", "load ms", "KPU MMAC", "1 thr ms", nth, "speedup",
+                                                      "ort ms", "ratio", "K210 ms"))
     for rel in MODELS:
         path = TESTDATA / rel
         if not path.exists():
-            print("%-58s skipped: %s not found" % (rel, path))
+            print("%-*s skipped: %s not found" % (width, rel, path))
             continue
         try:
-            load_s, fwd_s, mem = bench(path, args.runs)
+            load_s, one_s, many_s, mem = bench(path, args.runs, args.threads)
         except (ValueError, OSError) as e:
-            print("%-58s error: %s" % (rel, e))
+            print("%-*s error: %s" % (width, rel, e))
             continue
-        macs = mem["kpu_macs"]
         ort_s = peer.get(rel)
-        print("%-58s %9.2f %11.2f %10.1f %12.1f %8d %9s %7s %7s" % (
-            rel, load_s * 1e3, fwd_s * 1e3, macs / 1e6, macs / 1e6 / fwd_s if fwd_s else 0.0,
-            mem["sram_total"] // 1024, "%.2f" % (ort_s * 1e3) if ort_s else "-",
-            "%.1f" % (fwd_s / ort_s) if ort_s else "-", "%.1f" % K210_MS[rel] if rel in K210_MS else "-"))
+        print("%-*s %8.2f %9.1f %10.2f %10.2f %7s %8s %6s %8s" % (
+            width, rel, load_s * 1e3, mem["kpu_macs"] / 1e6, one_s * 1e3, many_s * 1e3,
+            "%.2f" % (one_s / many_s) if one_s >= 1e-4 else "-",  # (a run of microseconds: timer noise)
+            "%.2f" % (ort_s * 1e3) if ort_s else "-", "%.1f" % (one_s / ort_s) if ort_s else "-",
+            "%.1f" % K210_MS[rel] if rel in K210_MS else "-"))
+    if peer and any(rel not in peer for rel in MODELS if (TESTDATA / rel).exists()):
+        print("(ort -: the model has no KPU convolution for the peer to run, e.g. iris: CPU layers only)")
     return 0
 
 

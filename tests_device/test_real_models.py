@@ -84,7 +84,7 @@ else:
         import image
         img = image.Image(TESTDATA + "/mobilenetv1_0.75_v3_maixemc/tiger224.bmp")
         print("tiger image", img.width(), img.height(), img.get_pixel(0, 0), img.get_pixel(223, 223))
-        t = kpu.load(p)
+        t = kpu.load(p, threads=1)  # as MicroPython runs it: backend_scratch counts each thread's buffers
         fm = kpu.forward(t, img)
         show_fmap("mbnet", fm)
         v = fm[:]

@@ -3,7 +3,9 @@
  * emulated KPU RAM, computes conv -> batch norm -> activation -> pool per output channel and writes the result back to
  * KPU RAM (and densely to main memory when asked), using nothing but the job. The arithmetic lives in kpu_emu_ref.c
  * (the oracle), kpu_emu_conv.c and kpu_emu_act.c (the fast paths; see kpu_emu.h). okpu_kpu_emu_create picks the fast
- * paths unless the environment has OKPU_EMU_REFERENCE=1. */
+ * paths unless the environment has OKPU_EMU_REFERENCE=1. A layer's output channels are split over the emulator's
+ * worker threads (okpu_options.threads, c_src/core/workers.h): each channel is computed by one worker into its own
+ * place from read-only shared state, so the bytes are the same for any thread count. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@
 #include "../core/arith.h"
 #include "../core/checked.h"
 #include "../core/error.h"
+#include "../core/workers.h"
 #include "kpu_backend.h"
 #include "kpu_emu.h"
 #include "kpu_layout.h"
@@ -39,11 +42,16 @@ typedef struct okpu_kpu_emu {
     size_t scratch_size;
     w_terms *wt;      /* the prepared layers' w-offset terms (fast path only) */
     size_t wt_count, wt_cap, wt_bytes;
+    okpu_workers *pool; /* the forward pass's threads (created with the emulator, kept until destroy) */
+    int nworkers;       /* okpu_workers_count(pool): the block holds this many sets of worker parts */
+    int split_all;      /* OKPU_EMU_SPLIT_ALL=1 (tests): every layer split, one channel per task */
+    emu_worker *worker; /* nworkers entries, pointed into the block by each run */
 } okpu_kpu_emu;
 
 /* ---- Working memory ----
- * One block, sized for the largest layer: prepare() (the backend hook model.c calls at load for every KPU conv)
- * takes it, so a model's forward pass never allocates. run_layer carves the block into the parts below. A caller
+ * One block, sized for the largest layer (the parts every worker reads, then one set of worker parts per thread the
+ * layer is split over): prepare() (the backend hook model.c calls at load for every KPU conv) takes it, so a model's
+ * forward pass never allocates. run_layer carves the block into the parts below. A caller
  * that runs a layer no prepare covered (the virtual board's register block calls prepare itself; the transitional
  * LEGACY reader steps and a test driving the backend by hand do not) gets the same memory taken on that run:
  * run_layer prepares the job itself, which is the only allocation it can make.
@@ -52,32 +60,52 @@ typedef struct okpu_kpu_emu {
  * covered computes them into the block's PART_W_TERM on each run. */
 
 enum {
+    /* shared: written before the channels run, read by every worker */
     PART_IN,
-    PART_ACTIVATED,
     PART_OUT,
-    PART_X_TERM,
+    PART_X_TERM, /* non-depthwise layers */
     PART_X_TABLE,
+    PART_W_TERM, /* the w-offset terms of a layer no prepare covered */
+    /* one set per worker (emu_worker) */
+    PART_ACTIVATED,
+    PART_WX_TERM, /* depthwise layers */
     PART_BOX,
     PART_COL,
     PART_ACC,
-    PART_W_TERM, /* the w-offset terms of a layer no prepare covered */
-    PART_LUT,    /* the activation table (emu_worker.lut) */
+    PART_LUT, /* the activation table (emu_worker.lut) */
     PART_COUNT
 };
+#define PART_FIRST_WORKER PART_ACTIVATED
 
 static uint64_t align8(uint64_t n)
 {
     return (n + 7u) & ~(uint64_t)7u;
 }
 
-/* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path) and their sum.
+/* Below this many multiply-accumulates a layer runs on the calling thread alone (waking a worker costs more), and the
+ * block holds one set of worker parts for it: a small model takes no more memory on many threads than on one. */
+#define PARALLEL_MIN_MACS 200000u
+
+/* The sets of worker parts the layer `a` uses: 1, or every worker's when its channels are split. */
+static int layer_workers(const okpu_kpu_emu *e, const okpu_kpu_args *a)
+{
+    const uint64_t k = okpu_kpu_kernel_size(a);
+    const uint64_t macs = (uint64_t)a->in_width * a->in_height * (a->depthwise ? 1u : a->in_channels) * k * k *
+                          a->out_channels; /* < 2^44: 10-bit fields, k <= 3 */
+
+    return e->nworkers > 1 && (e->split_all || macs >= PARALLEL_MIN_MACS) ? e->nworkers : 1;
+}
+
+/* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path and for the
+ * x-offset part the layer does not use) and the block's size: the shared parts plus layer_workers sets of worker
+ * parts.
  * okpu_kpu_args_check bounds every factor (the maps fit the 2 MiB KPU RAM, x_table has 9 * 255 + 1 entries); the checked
  * products keep that an explicit limit rather than an assumption. */
 static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, uint64_t part[PART_COUNT], uint64_t *total,
                          okpu_error *err)
 {
     const uint64_t k = okpu_kpu_kernel_size(a), pad = k / 2u, w = a->in_width, h = a->in_height;
-    uint64_t plane, n;
+    uint64_t plane, n, per_worker = 0;
     int bad = 0, i;
 
     memset(part, 0, PART_COUNT * sizeof *part);
@@ -87,7 +115,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
     part[PART_ACTIVATED] = n;
     bad |= okpu_mul3(a->out_width, a->out_height, a->out_channels, OKPU_SIZE_LIMIT, &part[PART_OUT]);
     if (!e->reference) {
-        bad |= okpu_mul_ovf(n, sizeof(int64_t), OKPU_SIZE_LIMIT, &part[PART_X_TERM]);
+        bad |= okpu_mul_ovf(n, sizeof(int64_t), OKPU_SIZE_LIMIT, &part[a->depthwise ? PART_WX_TERM : PART_X_TERM]);
         part[PART_X_TABLE] = (k * k * 255u + 1u) * sizeof(int64_t);
         bad |= okpu_mul_ovf(n, sizeof(uint32_t), OKPU_SIZE_LIMIT, &part[PART_BOX]);
         part[PART_COL] = (w + 2u) * sizeof(uint32_t);
@@ -98,8 +126,13 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
     *total = 0;
     for (i = 0; i < PART_COUNT && !bad; i++) {
         part[i] = align8(part[i]);
-        bad |= okpu_add_ovf(*total, part[i], OKPU_SIZE_LIMIT, total);
+        if (i < PART_FIRST_WORKER)
+            bad |= okpu_add_ovf(*total, part[i], OKPU_SIZE_LIMIT, total);
+        else
+            bad |= okpu_add_ovf(per_worker, part[i], OKPU_SIZE_LIMIT, &per_worker);
     }
+    bad |= bad ? 0 : okpu_mul_ovf(per_worker, (uint64_t)layer_workers(e, a), OKPU_SIZE_LIMIT, &per_worker);
+    bad |= bad ? 0 : okpu_add_ovf(*total, per_worker, OKPU_SIZE_LIMIT, total);
     if (bad || *total > (uint64_t)(size_t)-1)
         return okpu_fail(err, OKPU_ERR_PARAM, layer, -1,
                          "layer %d: the KPU emulator's work area for a %lux%lux%lu map does not fit in memory", layer,
@@ -237,18 +270,99 @@ static void load_input(const uint8_t *ram, const emu_layer *L, uint8_t *planes)
                    base + okpu_kpu_layout_offset(&layout, L->h, c, y, 0), L->w);
 }
 
+/* A layer's output channels as tasks for the workers: each task a run of consecutive channels, each channel written
+ * by exactly one task into its own place, so the bytes do not depend on which worker ran which task, or when. */
+typedef struct channel_tasks {
+    const emu_layer *L;
+    const emu_shared *S; /* NULL: the reference path */
+    emu_worker *worker;  /* one per worker */
+    uint8_t *out;
+    uint32_t per_task;
+} channel_tasks;
+
+static void channel_task(void *ctx, int worker, uint32_t task)
+{
+    const channel_tasks *T = ctx;
+    const uint32_t first = task * T->per_task;
+    const uint32_t end = T->L->oc - first < T->per_task ? T->L->oc : first + T->per_task;
+    emu_worker *W = &T->worker[worker];
+
+    if (T->S)
+        okpu_emu_channels_fast(T->L, first, end, T->S, W, T->out);
+    else
+        okpu_emu_channels_reference(T->L, first, end, W->activated, T->out);
+}
+
+/* Tasks per worker: small enough tasks that a worker the OS delays (a busy machine) leaves its share to the others. */
+#define TASKS_PER_WORKER 4u
+
+static uint32_t channels_per_task(const okpu_kpu_emu *e, const emu_layer *L)
+{
+    uint32_t tasks;
+
+    if (layer_workers(e, L->a) < 2)
+        return e->split_all ? 1u : L->oc;
+    if (e->split_all)
+        return 1;
+    tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
+    return L->oc <= tasks ? 1u : (L->oc + tasks - 1u) / tasks;
+}
+
+/* The x-offset plane of a non-depthwise layer in bands of rows: each band is the same layer over fewer rows (its input
+ * planes start at the band's first padded row, same pitch and plane stride), writing its own rows of x_term. */
+typedef struct x_term_bands {
+    const emu_layer *L;
+    const emu_shared *S;
+    emu_worker *worker;
+    uint32_t rows; /* per band */
+} x_term_bands;
+
+static void x_term_band(void *ctx, int worker, uint32_t task)
+{
+    const x_term_bands *B = ctx;
+    const uint32_t y0 = task * B->rows;
+    emu_layer band = *B->L;
+    emu_shared shared = *B->S;
+
+    band.h = B->L->h - y0 < B->rows ? B->L->h - y0 : B->rows;
+    band.in = B->L->in + (size_t)y0 * B->L->pitch;
+    shared.x_term = B->S->x_term + (size_t)y0 * B->L->w;
+    okpu_emu_x_term_all_channels(&band, &shared, &B->worker[worker]);
+}
+
+/* Below this many tap sums (w x h x ic) the x-offset plane is computed on the calling thread alone. */
+#define PARALLEL_MIN_X_TERM 50000u
+
+static void x_term_plane(const okpu_kpu_emu *e, const emu_layer *L, emu_shared *S)
+{
+    x_term_bands B;
+    uint32_t bands;
+
+    if (layer_workers(e, L->a) < 2 || L->h < 2 || L->a->arg_x == 0 ||
+        (!e->split_all && (uint64_t)L->w * L->h * L->ic < PARALLEL_MIN_X_TERM)) {
+        okpu_emu_x_term_all_channels(L, S, &e->worker[0]);
+        return;
+    }
+    bands = (uint32_t)e->nworkers * TASKS_PER_WORKER;
+    B.L = L;
+    B.S = S;
+    B.worker = e->worker;
+    B.rows = e->split_all || L->h <= bands ? 1u : (L->h + bands - 1u) / bands;
+    okpu_workers_run(e->pool, (L->h + B.rows - 1u) / B.rows, x_term_band, &B);
+}
+
 static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
 {
     okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
     const okpu_kpu_args *a = &job->args;
     emu_layer L;
     emu_shared S;
-    emu_worker W;
-    uint8_t *at[PART_COUNT], *out_dense;
+    channel_tasks T;
+    uint8_t *at[PART_COUNT], *out_dense, *next;
     uint64_t part[PART_COUNT], total;
     size_t out_plane;
     uint32_t s;
-    int rc, i;
+    int rc, i, k;
 
     if ((rc = okpu_kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
         return rc;
@@ -260,9 +374,26 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         return rc;
     if (total > e->scratch_size && (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
         return rc; /* a job no prepare covered: see "Working memory" */
-    at[0] = e->scratch;
-    for (i = 1; i < PART_COUNT; i++)
-        at[i] = at[i - 1] + part[i - 1];
+    /* A part the layer does not use is NULL rather than an alias of the next one. */
+    next = e->scratch;
+    for (i = 0; i < PART_FIRST_WORKER; i++) {
+        at[i] = part[i] ? next : NULL;
+        next += part[i];
+    }
+    for (k = 0; k < layer_workers(e, a); k++) {
+        emu_worker *W = &e->worker[k];
+        for (i = PART_FIRST_WORKER; i < PART_COUNT; i++) {
+            at[i] = part[i] ? next : NULL;
+            next += part[i];
+        }
+        memset(W, 0, sizeof *W);
+        W->activated = at[PART_ACTIVATED];
+        W->x_term = (int64_t *)(void *)at[PART_WX_TERM];
+        W->box = (uint32_t *)(void *)at[PART_BOX];
+        W->col = (uint32_t *)(void *)at[PART_COL];
+        W->acc = (uint64_t *)(void *)at[PART_ACC];
+        W->lut = at[PART_LUT];
+    }
 
     memset(&L, 0, sizeof L);
     L.a = a;
@@ -294,18 +425,15 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
 
     out_plane = (size_t)a->out_width * a->out_height;
     out_dense = at[PART_OUT];
-    memset(&W, 0, sizeof W);
-    W.activated = at[PART_ACTIVATED];
+    memset(&T, 0, sizeof T);
+    T.L = &L;
+    T.worker = e->worker;
+    T.out = out_dense;
     if (!e->reference) {
         const w_terms *t = w_terms_find(e, job);
         memset(&S, 0, sizeof S);
         S.x_term = (int64_t *)(void *)at[PART_X_TERM];
         S.x_table = (int64_t *)(void *)at[PART_X_TABLE];
-        W.x_term = S.x_term; /* depthwise layers use one or the other */
-        W.box = (uint32_t *)(void *)at[PART_BOX];
-        W.col = (uint32_t *)(void *)at[PART_COL];
-        W.acc = (uint64_t *)(void *)at[PART_ACC];
-        W.lut = at[PART_LUT];
         if (t) {
             S.w_const = t->term;
         } else {
@@ -316,13 +444,11 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         okpu_emu_x_table_fill(&L, &S);
         okpu_emu_act_fast_init(&L.act, L.act_sorted, &S.act);
         if (!a->depthwise)
-            okpu_emu_x_term_all_channels(&L, &S, &W);
+            x_term_plane(e, &L, &S);
+        T.S = &S;
     }
-
-    if (e->reference)
-        okpu_emu_channels_reference(&L, 0, L.oc, W.activated, out_dense);
-    else
-        okpu_emu_channels_fast(&L, 0, L.oc, &S, &W, out_dense);
+    T.per_task = channels_per_task(e, &L);
+    okpu_workers_run(e->pool, (L.oc + T.per_task - 1u) / T.per_task, channel_task, &T);
 
     /* Written only after the whole input was read: source and destination regions may overlap. */
     okpu_kpu_layout_upload(self->ram, a->image_dst_addr, out_dense, a->out_width, a->out_height, L.oc);
@@ -346,6 +472,8 @@ static void emu_destroy(okpu_kpu_backend *self)
     for (i = 0; i < e->wt_count; i++)
         okpu_free(alloc, e->wt[i].term, (size_t)e->wt[i].oc * sizeof(int64_t));
     okpu_free(alloc, e->wt, e->wt_cap * sizeof *e->wt);
+    okpu_workers_destroy(e->pool);
+    okpu_free(alloc, e->worker, (size_t)e->nworkers * sizeof *e->worker);
     if (e->owns_ram)
         okpu_free(alloc, e->base.ram, OKPU_KPU_RAM_SIZE);
     okpu_free(alloc, e, sizeof *e);
@@ -353,6 +481,10 @@ static void emu_destroy(okpu_kpu_backend *self)
 
 static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uint8_t *ram, okpu_error *err)
 {
+    /* On a board's RAM (the virtual board's register block) one thread: that emulator runs a layer per register
+     * write, too little work per call to share. */
+    const int threads = ram ? 1 : opts ? opts->threads : 0;
+    const char *env;
     okpu_options o;
     okpu_kpu_emu *e;
 
@@ -372,6 +504,7 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
         e->opts.allocator = &e->allocator;
     }
     e->reference = reference;
+    e->split_all = (env = getenv("OKPU_EMU_SPLIT_ALL")) != NULL && strcmp(env, "1") == 0;
 #ifdef EMU_SSE41
     __builtin_cpu_init();
     e->sse41 = __builtin_cpu_supports("sse4.1") && !getenv("OKPU_EMU_NO_SSE41"); /* the variable tests the C path */
@@ -381,6 +514,17 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
     e->base.run_layer = emu_run_layer;
     e->base.prepare = emu_prepare;
     e->base.destroy = emu_destroy;
+    e->nworkers = 1;
+    e->pool = okpu_workers_create(threads, e->opts.allocator, err);
+    if (e->pool)
+        e->nworkers = okpu_workers_count(e->pool);
+    e->worker = e->pool ? okpu_alloc(e->opts.allocator, (size_t)e->nworkers * sizeof *e->worker) : NULL;
+    if (!e->worker) {
+        if (e->pool)
+            okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "no memory for the KPU emulator's %d workers", e->nworkers);
+        emu_destroy(&e->base);
+        return NULL;
+    }
     if (ram) {
         e->base.ram = ram;
         return &e->base;

@@ -441,7 +441,7 @@ def _file_size(path):
         return -1
 
 
-def load(path_or_offset, act_round=None, nncase=None):
+def load(path_or_offset, act_round=None, nncase=None, threads=0):
     """load(path) or load(flash_offset) -> kpu_net.
 
     act_round (openkpu's, not MaixPy's): how the emulator rounds the KPU activation, as _kpu.Model takes it:
@@ -450,7 +450,9 @@ def load(path_or_offset, act_round=None, nncase=None):
     or YOLOX). A board build runs the layers on the chip's KPU, which does its own rounding: the option is accepted
     there and has no effect.
     nncase: for a kmodel v5, the nncase 1.x release that compiled it ("1.9.0", "1.4.0", ...) when its code decodes
-    under several (None: detected from the file)."""
+    under several (None: detected from the file).
+    threads (openkpu): the emulator's worker threads for a forward pass on a PC (0 = the processors available; the
+    same outputs for any count); a board runs one."""
     arg = path_or_offset
     if not _MICROPYTHON and not isinstance(arg, (str, int)) and hasattr(arg, "__fspath__"):
         arg = arg.__fspath__()
@@ -466,7 +468,7 @@ def load(path_or_offset, act_round=None, nncase=None):
     else:
         data = _read_flash(arg)
         addr, path, where = arg, None, "model read from %s at 0x%x" % (_flash_name(), arg)
-    return _open_net(data, addr, path, where, act_round, nncase)
+    return _open_net(data, addr, path, where, act_round, nncase, threads)
 
 
 _COMPILE_HINT = ("compile it to a kmodel first with nncase: ncc 0.1.0-rc5 gives kmodel v3 and nncase 0.2.0-beta4 "
@@ -499,10 +501,12 @@ def _what_it_is(data, path, flash):
     return "this is %s, not a kmodel: %s" % (kind, _COMPILE_HINT)
 
 
-def _open_net(data, addr, path, where, act_round=None, nncase=None):
+def _open_net(data, addr, path, where, act_round=None, nncase=None, threads=0):
     """Load `data` into the core and count the net against the model limit. where: said after a load error."""
     try:
         options = {} if act_round is None else {"act_round": act_round}  # the default call stays Model(data)
+        if threads:
+            options["threads"] = threads
         model = _kpu.Model(data, nncase=nncase, **options)
     except ValueError as e:
         text = str(e)

@@ -6,10 +6,13 @@
  * either. This file only translates between MicroPython objects and the portable core (c_src/okpu.h).
  *
  *   _kpu.Model(data, *, conv_offset=0, act_round=0, v3_quant_round=2, v4_quant_round=1, mean_border=0,
- *              max_work=None, nncase=None)
+ *              max_work=None, nncase=None, threads=0)
  *   act_round: 0 / "half_even" (default), 1 / "half_up", 2 / "sdk_carry", 3 / "nncase1" (nncase 1.x's Simulator);
  *   accepted and ignored on a board build (OKPU_HAVE_K210_HW: the chip rounds), as the other emulator options are.
  *   nncase: kmodel v5's compiler release ("1.9.0", "1.4" ...); None: detected from the file.
+ *   threads: accepted for the CPython API; the core of a MicroPython port is built without POSIX threads and runs
+ *   one. With MICROPY_PY_THREAD, run() releases the GIL and a call on a model another thread is running raises
+ *   RuntimeError.
  *   _kpu.status_name(code), _kpu.error_text(what, code, message)
  *   Records as in CPython (python/_kpumodule.c): LayerInfo, TensorInfo, Output, Box: tuples whose items are also
  *   named attributes, printed as CPython prints its struct sequences; memory() is a dict.
@@ -37,6 +40,7 @@
 #include "okpu.h"
 #include "kmodel/kmodel_v5_release.h"
 #include "core/floats.h"
+#include "core/workers.h"
 #include "post/face.h"
 #include "post/yolo2.h"
 
@@ -54,6 +58,9 @@ typedef struct _kpu_model_obj_t {
     size_t cap_allocs;
     size_t alloc_bytes;  /* bytes currently given to the core */
     bool finalising;     /* inside __del__: the GC reclaims the blocks itself */
+    #if MICROPY_PY_THREAD
+    bool running;        /* inside run() with the GIL released */
+    #endif
 } kpu_model_obj_t;
 
 static const mp_obj_type_t kpu_model_type;
@@ -107,6 +114,17 @@ static kpu_model_obj_t *kpu_get_model(mp_obj_t self_in) {
     if (self->model == NULL) {
         mp_raise_ValueError(MP_ERROR_TEXT("model was freed (deinit)"));
     }
+    return self;
+}
+
+/* The model, not running in another thread: for the calls that read or change what run() works on. */
+static kpu_model_obj_t *kpu_get_idle(mp_obj_t self_in) {
+    kpu_model_obj_t *self = kpu_get_model(self_in);
+    #if MICROPY_PY_THREAD
+    if (self->running) {
+        mp_raise_msg(&mp_type_RuntimeError, MP_ERROR_TEXT("model is running in another thread"));
+    }
+    #endif
     return self;
 }
 
@@ -272,7 +290,7 @@ static mp_obj_t kpu_new_record(const mp_obj_type_t *type, const qstr *fields, si
 
 static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *all_args) {
     enum { ARG_data, ARG_conv_offset, ARG_act_round, ARG_v3_quant_round, ARG_v4_quant_round, ARG_mean_border,
-           ARG_max_work, ARG_nncase };
+           ARG_max_work, ARG_nncase, ARG_threads };
     static const mp_arg_t allowed_args[] = {
         { MP_QSTR_data, MP_ARG_REQUIRED | MP_ARG_OBJ, {.u_obj = MP_OBJ_NULL} },
         { MP_QSTR_conv_offset, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_CONV_OFFSET_PER_CHANNEL} },
@@ -282,6 +300,7 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
         { MP_QSTR_mean_border, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = OKPU_MEAN_BORDER_REPLICATE} },
         { MP_QSTR_max_work, MP_ARG_KW_ONLY | MP_ARG_OBJ, {.u_obj = mp_const_none} }, /* None: the default */
         { MP_QSTR_nncase, MP_ARG_KW_ONLY | MP_ARG_OBJ, {.u_obj = mp_const_none} }, /* kmodel v5: None = detect */
+        { MP_QSTR_threads, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 0} },
     };
     mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
     mp_arg_parse_all_kw_array(n_args, n_kw, all_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
@@ -305,6 +324,7 @@ static mp_obj_t kpu_model_make_new(const mp_obj_type_t *type, size_t n_args, siz
     opts.v3_quant_round = (okpu_round_mode)args[ARG_v3_quant_round].u_int;
     opts.v4_quant_round = (okpu_round_mode)args[ARG_v4_quant_round].u_int;
     opts.mean_border = (okpu_mean_border_mode)args[ARG_mean_border].u_int;
+    opts.threads = (int)args[ARG_threads].u_int; /* the core checks the range */
     if (args[ARG_max_work].u_obj != mp_const_none) {
         mp_int_t mw = mp_obj_get_int(args[ARG_max_work].u_obj);
         if (mw <= 0) {
@@ -384,6 +404,9 @@ static void kpu_model_release(kpu_model_obj_t *self) {
 
 static mp_obj_t kpu_model_free(mp_obj_t self_in) {
     kpu_model_obj_t *self = MP_OBJ_TO_PTR(self_in);
+    if (self->model != NULL) {
+        kpu_get_idle(self_in);
+    }
     kpu_model_release(self);
     return mp_const_none;
 }
@@ -435,7 +458,7 @@ static mp_obj_t kpu_model_inputs(mp_obj_t self_in) {
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_inputs_obj, kpu_model_inputs);
 
 static mp_obj_t kpu_model_set_input(mp_obj_t self_in, mp_obj_t index_in, mp_obj_t buf_in) {
-    kpu_model_obj_t *self = kpu_get_model(self_in);
+    kpu_model_obj_t *self = kpu_get_idle(self_in);
     mp_int_t index = mp_obj_get_int(index_in);
     mp_buffer_info_t bufinfo;
     if (!mp_get_buffer(buf_in, &bufinfo, MP_BUFFER_READ)) {
@@ -455,7 +478,7 @@ static MP_DEFINE_CONST_FUN_OBJ_3(kpu_model_set_input_obj, kpu_model_set_input);
 
 // reserve(n_layers): the memory a run of the first n_layers needs beyond a full run, taken before forward.
 static mp_obj_t kpu_model_reserve(mp_obj_t self_in, mp_obj_t n_in) {
-    kpu_model_obj_t *self = kpu_get_model(self_in);
+    kpu_model_obj_t *self = kpu_get_idle(self_in);
     okpu_error err;
     memset(&err, 0, sizeof(err));
     int rc = okpu_model_reserve_partial(self->model, (int)mp_obj_get_int(n_in), &err);
@@ -471,12 +494,26 @@ static mp_obj_t kpu_model_run(size_t n_args, const mp_obj_t *pos_args, mp_map_t 
     static const mp_arg_t allowed_args[] = {
         { MP_QSTR_n_layers, MP_ARG_INT, {.u_int = 0} },
     };
-    kpu_model_obj_t *self = kpu_get_model(pos_args[0]);
+    kpu_model_obj_t *self = kpu_get_idle(pos_args[0]);
     mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
     mp_arg_parse_all(n_args - 1, pos_args + 1, kw_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
     okpu_error err;
     memset(&err, 0, sizeof(err));
-    int rc = okpu_model_run(self->model, (int)args[ARG_n_layers].u_int, &err);
+    int n_layers = (int)args[ARG_n_layers].u_int;
+    #if MICROPY_PY_THREAD
+    /* The core's memory comes from the GC heap: what a partial run needs is taken now, with the GIL held (run would
+     * take it with the same error), so the forward pass allocates nothing while other threads run. */
+    int rc = okpu_model_reserve_partial(self->model, n_layers, &err);
+    if (rc == OKPU_OK) {
+        self->running = true;
+        MP_THREAD_GIL_EXIT();
+        rc = okpu_model_run(self->model, n_layers, &err);
+        MP_THREAD_GIL_ENTER();
+        self->running = false;
+    }
+    #else
+    int rc = okpu_model_run(self->model, n_layers, &err);
+    #endif
     if (rc != OKPU_OK) {
         kpu_raise_os("run", &err, rc);
     }
@@ -524,7 +561,7 @@ static mp_obj_t kpu_model_output_info(mp_obj_t self_in, mp_obj_t index_in) {
 static MP_DEFINE_CONST_FUN_OBJ_2(kpu_model_output_info_obj, kpu_model_output_info);
 
 static mp_obj_t kpu_model_output(mp_obj_t self_in, mp_obj_t index_in) {
-    kpu_model_obj_t *self = kpu_get_model(self_in);
+    kpu_model_obj_t *self = kpu_get_idle(self_in);
     mp_int_t index = mp_obj_get_int(index_in);
     okpu_tensor t;
     memset(&t, 0, sizeof(t));
@@ -618,7 +655,7 @@ static mp_obj_t kpu_model_memory(mp_obj_t self_in) {
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_memory_obj, kpu_model_memory);
 
 static mp_obj_t kpu_model_kpu_ram(mp_obj_t self_in) {
-    kpu_model_obj_t *self = kpu_get_model(self_in);
+    kpu_model_obj_t *self = kpu_get_idle(self_in);
     const uint8_t *ram = okpu_model_kpu_ram(self->model);
     if (ram == NULL) {
         return mp_const_none;
@@ -887,6 +924,12 @@ static mp_obj_t kpu_status_name(mp_obj_t code_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_status_name_obj, kpu_status_name);
 
+/* The threads Model(threads=0) runs: 1 here (the core of a MicroPython port has no POSIX threads). */
+static mp_obj_t kpu_default_threads(void) {
+    return MP_OBJ_NEW_SMALL_INT(okpu_workers_default_count());
+}
+static MP_DEFINE_CONST_FUN_OBJ_0(kpu_default_threads_obj, kpu_default_threads);
+
 /* error_text(what, code, message): the text the bindings raise, for KPU.py's own errors (one wording everywhere). */
 static mp_obj_t kpu_error_text(mp_obj_t what_in, mp_obj_t code_in, mp_obj_t message_in) {
     okpu_error err;
@@ -909,6 +952,7 @@ static const mp_rom_map_elem_t kpu_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR__kpu) },
     { MP_ROM_QSTR(MP_QSTR_Model), MP_ROM_PTR(&kpu_model_type) },
     { MP_ROM_QSTR(MP_QSTR_status_name), MP_ROM_PTR(&kpu_status_name_obj) },
+    { MP_ROM_QSTR(MP_QSTR_default_threads), MP_ROM_PTR(&kpu_default_threads_obj) },
     { MP_ROM_QSTR(MP_QSTR_error_text), MP_ROM_PTR(&kpu_error_text_obj) },
     { MP_ROM_QSTR(MP_QSTR_LayerInfo), MP_ROM_PTR(&kpu_layer_info_type) },
     { MP_ROM_QSTR(MP_QSTR_TensorInfo), MP_ROM_PTR(&kpu_tensor_info_type) },

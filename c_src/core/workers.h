@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A small pool of worker threads that persists for a model's life: okpu_workers_run hands tasks 0..n-1 to the
+ * workers and the calling thread (worker 0) and returns when all are done. No thread is created and nothing is
+ * allocated per run. Built with POSIX threads where the build defines OKPU_HAVE_PTHREADS (setup.py, the Makefile's
+ * host builds); everywhere else (the rv64 cross build, the K210 board, MicroPython ports) the pool has one worker and
+ * runs the tasks in order on the caller. A process forked while a pool exists runs that pool's tasks on the caller
+ * too (the child has none of the parent's threads). */
+#ifndef OKPU_CORE_WORKERS_H
+#define OKPU_CORE_WORKERS_H
+
+#include <stdint.h>
+
+#include "../okpu.h"
+
+#define OKPU_WORKERS_MAX 64 /* more threads than this are refused at create: no real model splits that finely */
+
+typedef struct okpu_workers okpu_workers;
+
+/* One task: `worker` (0..count-1) says whose buffers to use; two tasks of one run never share a worker at the same
+ * time. */
+typedef void (*okpu_task_fn)(void *ctx, int worker, uint32_t task);
+
+/* What threads = 0 means: the processors online (sysconf(_SC_NPROCESSORS_ONLN)) in a POSIX-thread build, capped at
+ * OKPU_WORKERS_MAX; 1 in a serial build. */
+int okpu_workers_default_count(void);
+
+/* count: 0 = okpu_workers_default_count(); 1..OKPU_WORKERS_MAX; a serial build makes a pool of one whatever count
+ * says. NULL with err filled when count is out of range or memory / a thread could not be had. */
+okpu_workers *okpu_workers_create(int count, const okpu_allocator *alloc, okpu_error *err);
+int okpu_workers_count(const okpu_workers *w); /* 1 for NULL */
+/* Run fn(ctx, worker, task) for task = 0..n_tasks-1 (w NULL: serially on the caller). Tasks are taken in order, each
+ * by whichever worker is free, so the caller must not depend on which worker runs which task. Not reentrant: one run
+ * at a time per pool (a model runs one forward pass at a time). */
+void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *ctx);
+void okpu_workers_destroy(okpu_workers *w);
+
+#endif

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The worker pool (c_src/core/workers.c) and the threaded emulator: every task runs once, on more than one thread
+ * when the build has threads, a forked child still runs; real models give the same outputs and KPU RAM for 1, 2 and 3
+ * threads (with every layer split one channel per task too), on the fast and the reference paths; a forward pass
+ * allocates nothing and the memory report counts each worker's buffers. */
+#define _POSIX_C_SOURCE 200809L /* setenv, fork, nanosleep */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef OKPU_HAVE_PTHREADS
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+
+#include "ctest.h"
+#include "read_file.h"
+
+#include "../../c_src/core/workers.h"
+
+#define MAX_TASKS 4096
+
+typedef struct tally {
+    int runs[MAX_TASKS];   /* how often each task ran */
+    int worker[MAX_TASKS]; /* who ran it */
+    int count;             /* the pool's workers */
+    volatile int others;   /* tasks run by a worker other than the caller (volatile: read while workers write) */
+    int spin;              /* task 0 waits (up to a few seconds) until another worker has run a task */
+} tally;
+
+#ifdef OKPU_HAVE_PTHREADS
+static pthread_mutex_t tally_lock = PTHREAD_MUTEX_INITIALIZER;
+#define TALLY_LOCK() pthread_mutex_lock(&tally_lock)
+#define TALLY_UNLOCK() pthread_mutex_unlock(&tally_lock)
+#else
+#define TALLY_LOCK() ((void)0)
+#define TALLY_UNLOCK() ((void)0)
+#endif
+
+static void sleep_ms(long ms)
+{
+    struct timespec t;
+    t.tv_sec = ms / 1000;
+    t.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&t, NULL);
+}
+
+static void count_task(void *ctx, int worker, uint32_t task)
+{
+    tally *t = ctx;
+    int i, others;
+
+    if (t->spin && task == 0)
+        for (i = 0; i < 5000; i++) {
+            TALLY_LOCK();
+            others = t->others;
+            TALLY_UNLOCK();
+            if (others)
+                break;
+            sleep_ms(1);
+        }
+    TALLY_LOCK();
+    t->runs[task]++;
+    t->worker[task] = worker;
+    if (worker != 0)
+        t->others++;
+    TALLY_UNLOCK();
+}
+
+static void check_tally(const tally *t, uint32_t n, const char *what)
+{
+    uint32_t i;
+    int bad = 0;
+    for (i = 0; i < n; i++)
+        if (t->runs[i] != 1 || t->worker[i] < 0 || t->worker[i] >= t->count)
+            bad++;
+    CHECK(bad == 0, "%s: %d of %u tasks ran other than once on a worker 0..%d", what, bad, n, t->count - 1);
+}
+
+static void test_pool(void)
+{
+    static tally t;
+    okpu_workers *w;
+    okpu_error err;
+    char what[64];
+    int count, round;
+    uint32_t n;
+
+    CHECK(okpu_workers_default_count() >= 1 && okpu_workers_default_count() <= OKPU_WORKERS_MAX,
+          "default count %d", okpu_workers_default_count());
+#ifndef OKPU_HAVE_PTHREADS
+    CHECK(okpu_workers_default_count() == 1, "a serial build defaults to %d workers", okpu_workers_default_count());
+#endif
+    CHECK(okpu_workers_create(-1, NULL, &err) == NULL && err.code == OKPU_ERR_PARAM && strstr(err.message, "1..64"),
+          "threads=-1: %s", err.message);
+    CHECK(okpu_workers_create(OKPU_WORKERS_MAX + 1, NULL, &err) == NULL && strstr(err.message, "threads=65"),
+          "threads=65: %s", err.message);
+    CHECK(okpu_workers_count(NULL) == 1, "a NULL pool has %d workers", okpu_workers_count(NULL));
+    memset(&t, 0, sizeof t);
+    t.count = 1;
+    okpu_workers_run(NULL, 10, count_task, &t);
+    check_tally(&t, 10, "NULL pool");
+
+    for (count = 0; count <= 4; count++) {
+        w = okpu_workers_create(count, NULL, &err);
+        CHECK(w != NULL, "create(%d): %s", count, w ? "" : err.message);
+        if (!w)
+            continue;
+#ifdef OKPU_HAVE_PTHREADS
+        CHECK(okpu_workers_count(w) == (count ? count : okpu_workers_default_count()), "create(%d): %d workers",
+              count, okpu_workers_count(w));
+#else
+        CHECK(okpu_workers_count(w) == 1, "serial build, create(%d): %d workers", count, okpu_workers_count(w));
+#endif
+        /* many runs of every size back to back: each task exactly once, each run complete when run returns */
+        for (round = 0; round < 300; round++) {
+            n = (uint32_t)(round * 37 % 67);
+            memset(&t, 0, sizeof t);
+            t.count = okpu_workers_count(w);
+            okpu_workers_run(w, n, count_task, &t);
+            snprintf(what, sizeof what, "%d workers, run %d (%u tasks)", t.count, round, n);
+            check_tally(&t, n, what);
+        }
+        memset(&t, 0, sizeof t);
+        t.count = okpu_workers_count(w);
+        okpu_workers_run(w, MAX_TASKS, count_task, &t);
+        check_tally(&t, MAX_TASKS, "4096 tasks");
+        if (t.count > 1) {
+            /* the caller holds task 0 until another worker ran one: the pool really has more than one thread */
+            memset(&t, 0, sizeof t);
+            t.count = okpu_workers_count(w);
+            t.spin = 1;
+            okpu_workers_run(w, 8, count_task, &t);
+            check_tally(&t, 8, "spin");
+            CHECK(t.others > 0, "%d workers: no task ran outside the caller", t.count);
+        }
+#ifdef OKPU_HAVE_PTHREADS
+        if (t.count > 1) {
+            /* a forked child has none of the threads: its runs happen on the caller and complete */
+            pid_t pid;
+            int status = 0;
+            fflush(stdout);
+            pid = fork();
+            if (pid == 0) {
+                memset(&t, 0, sizeof t);
+                t.count = okpu_workers_count(w);
+                okpu_workers_run(w, 100, count_task, &t);
+                for (n = 0; n < 100; n++)
+                    if (t.runs[n] != 1 || t.worker[n] != 0)
+                        _exit(3);
+                okpu_workers_destroy(w);
+                _exit(0);
+            }
+            CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "forked child: status %d", status);
+        }
+#endif
+        okpu_workers_destroy(w);
+    }
+    okpu_workers_destroy(NULL);
+    printf("pool: counts 0..4, every task once; default %d workers\n", okpu_workers_default_count());
+}
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+
+typedef struct counting_heap {
+    long live, calls;
+    size_t bytes;
+} counting_heap;
+
+static void *count_alloc(void *ctx, size_t size)
+{
+    counting_heap *h = ctx;
+    h->live++;
+    h->calls++;
+    h->bytes += size;
+    return calloc(1, size);
+}
+
+static void count_free(void *ctx, void *ptr, size_t size)
+{
+    counting_heap *h = ctx;
+    h->live--;
+    h->bytes -= size;
+    free(ptr);
+}
+
+/* Deterministic input bytes (floats small and finite), as model_run.h makes them. */
+static void fill_input(uint8_t *p, size_t n, int is_float, uint32_t seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (uint8_t)(seed >> 24);
+    }
+    if (is_float)
+        for (i = 0; i + 4 <= n; i += 4) {
+            float f = (float)(p[i] % 200) / 50.0f - 2.0f;
+            memcpy(p + i, &f, 4);
+        }
+}
+
+typedef struct snapshot {
+    uint8_t *ram;
+    uint8_t *out[8];
+    size_t out_bytes[8];
+    int outputs;
+    size_t scratch;
+} snapshot;
+
+/* The model run with `threads`: its outputs and KPU RAM; the forward pass must not allocate. */
+static int run_threads(const uint8_t *data, size_t size, int threads, snapshot *s, const char *name)
+{
+    counting_heap heap = {0, 0, 0};
+    okpu_allocator alloc;
+    okpu_options o;
+    okpu_memory_info mem;
+    okpu_error err;
+    okpu_model *m;
+    long calls;
+    int i, rc;
+
+    alloc.alloc = count_alloc;
+    alloc.free = count_free;
+    alloc.ctx = &heap;
+    okpu_options_default(&o);
+    o.allocator = &alloc;
+    o.threads = threads;
+    memset(s, 0, sizeof *s);
+    m = okpu_model_load(data, size, &o, &err);
+    CHECK(m != NULL, "%s, threads=%d: load: %s", name, threads, err.message);
+    if (!m)
+        return 0;
+    for (i = 0; i < okpu_model_input_count(m); i++) {
+        okpu_tensor t;
+        uint8_t *bytes;
+        okpu_model_input(m, i, &t);
+        bytes = malloc(t.bytes);
+        fill_input(bytes, t.bytes, t.dtype == OKPU_DTYPE_F32, 1234u + (uint32_t)i);
+        okpu_model_set_input(m, i, bytes, t.bytes, &err);
+        free(bytes);
+    }
+    calls = heap.calls;
+    rc = okpu_model_run(m, 0, &err);
+    CHECK(rc == OKPU_OK, "%s, threads=%d: run: %s", name, threads, err.message);
+    /* twice: a second pass on the same pool gives the same bytes (checked by the caller through the first) */
+    rc |= okpu_model_run(m, 0, &err);
+    CHECK(heap.calls == calls, "%s, threads=%d: the forward pass allocated %ld times", name, threads,
+          heap.calls - calls);
+    okpu_model_memory(m, &mem);
+    s->scratch = mem.backend_scratch;
+    if (rc == OKPU_OK) {
+        s->ram = malloc(OKPU_KPU_RAM_SIZE);
+        memcpy(s->ram, okpu_model_kpu_ram(m), OKPU_KPU_RAM_SIZE);
+        s->outputs = okpu_model_output_count(m) < 8 ? okpu_model_output_count(m) : 8;
+        for (i = 0; i < s->outputs; i++) {
+            okpu_tensor t;
+            const uint8_t *p = NULL;
+            if (okpu_model_output(m, i, &t, &p, &err) == OKPU_OK && p) {
+                s->out[i] = malloc(t.bytes);
+                memcpy(s->out[i], p, t.bytes);
+                s->out_bytes[i] = t.bytes;
+            }
+        }
+    }
+    okpu_model_free(m);
+    CHECK(heap.live == 0 && heap.bytes == 0, "%s, threads=%d: %ld blocks not freed", name, threads, heap.live);
+    return rc == OKPU_OK;
+}
+
+static void snapshot_free(snapshot *s)
+{
+    int i;
+    free(s->ram);
+    for (i = 0; i < s->outputs; i++)
+        free(s->out[i]);
+}
+
+static int same(const snapshot *a, const snapshot *b)
+{
+    int i;
+    if (!a->ram || !b->ram || a->outputs != b->outputs || memcmp(a->ram, b->ram, OKPU_KPU_RAM_SIZE) != 0)
+        return 0;
+    for (i = 0; i < a->outputs; i++)
+        if (a->out_bytes[i] != b->out_bytes[i] || (a->out_bytes[i] && memcmp(a->out[i], b->out[i], a->out_bytes[i])))
+            return 0;
+    return 1;
+}
+
+/* modes: 2 = fast and split per channel, 3 = the reference path too (slow under the sanitizers: small models only) */
+static void model_threads(const char *path, int required, int modes_run, int i_small)
+{
+    static const char *const modes[][2] = {{NULL, NULL}, {"OKPU_EMU_SPLIT_ALL", "1"}, {"OKPU_EMU_REFERENCE", "1"}};
+    snapshot one, more;
+    uint8_t *data;
+    size_t size;
+    int threads, mode;
+    char name[600];
+
+    data = read_file(path, &size);
+    if (!data) {
+        CHECK(!required, "%s: cannot read", path);
+        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+        return;
+    }
+    for (mode = 0; mode < modes_run; mode++) {
+        if (modes[mode][0])
+            setenv(modes[mode][0], modes[mode][1], 1);
+        snprintf(name, sizeof name, "%s%s%s", path, modes[mode][0] ? " with " : "",
+                 modes[mode][0] ? modes[mode][0] : "");
+        if (run_threads(data, size, 1, &one, name)) {
+            for (threads = 2; threads <= 3; threads++) {
+                if (run_threads(data, size, threads, &more, name)) {
+                    CHECK(same(&one, &more), "%s: threads=%d differs from threads=1 (outputs or KPU RAM)", name,
+                          threads);
+#ifdef OKPU_HAVE_PTHREADS
+                    /* each worker's buffers are counted, for the layers split over them: all when split per channel,
+                     * none of a small model's (digits: no layer worth waking a worker) */
+                    CHECK(mode == 1 ? more.scratch > one.scratch
+                                    : i_small ? more.scratch == one.scratch : more.scratch >= one.scratch,
+                          "%s: threads=%d reports %zu bytes of backend scratch, threads=1 %zu", name, threads,
+                          more.scratch, one.scratch);
+#endif
+                }
+                snapshot_free(&more);
+            }
+        }
+        snapshot_free(&one);
+        if (modes[mode][0])
+            unsetenv(modes[mode][0]);
+    }
+    printf("%s: threads 1, 2, 3 (fast, split per channel%s): same outputs and KPU RAM\n", path,
+           modes_run > 2 ? ", reference" : "");
+    free(data);
+}
+
+static void test_models(void)
+{
+    static const char *const real[] = {
+        "mnist_v3_maixpy/mnist.kmodel", "kmodel_v5_nncase/convnet_u8_v190.kmodel",
+        "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel",
+        "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel", "yolo2_voc20_v4_nncase/yolo.kmodel"};
+    const char *root = getenv("OPENKPU_TESTDATA");
+    char path[512];
+    size_t i;
+
+    model_threads("examples/models/digits.kmodel", 1, 3, 1);
+    for (i = 0; i < sizeof real / sizeof real[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", root ? root : "../shared/testdata", real[i]);
+        model_threads(path, 0, i < 2 ? 3 : 2, 0);
+    }
+}
+
+/* A bad count is refused at load with the limit in the message. */
+static void test_bad_threads(void)
+{
+    okpu_options o;
+    okpu_error err;
+    okpu_model *m;
+    uint8_t *data;
+    size_t size;
+
+    data = read_file("examples/models/digits.kmodel", &size);
+    CHECK(data != NULL, "digits.kmodel missing");
+    if (!data)
+        return;
+    okpu_options_default(&o);
+    o.threads = 65;
+    m = okpu_model_load(data, size, &o, &err);
+    CHECK(m == NULL && err.code == OKPU_ERR_PARAM && strstr(err.message, "threads=65") && strstr(err.message, "1..64"),
+          "threads=65 loaded: %s", m ? "yes" : err.message);
+    okpu_model_free(m);
+    free(data);
+}
+
+int main(void)
+{
+    test_pool();
+    test_bad_threads();
+    test_models();
+    return ctest_summary();
+}

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Threads: the emulator's worker pool (Model(threads=N)) and the binding releasing the GIL during run().
+
+- the real models (v3, v4, v5) give the same outputs and KPU RAM for threads=1, 2, 3, also with every layer split one
+  output channel (and one row of the x-offset plane) per task (OKPU_EMU_SPLIT_ALL=1);
+- the randomized bit-exact layer cases (test_kpu_bitexact.py: NumPy reference, every option set) pass with threads=3
+  and every layer split;
+- two Python threads run two models at once and get what each gives alone; a Python thread makes progress while
+  another is inside a long run(); a second call on a model that is running raises RuntimeError.
+"""
+import functools
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+_kpu = pytest.importorskip("_kpu")
+from openkpu import kmodel_writer as kw  # noqa: E402
+
+import test_kpu_bitexact as bx  # noqa: E402  (its case generator and check, run here on several threads)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+REAL = [
+    "mnist_v3_maixpy/mnist.kmodel",
+    "face_detect_yolo2_v3_maixpy/facedetect.kmodel",
+    "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel",
+    "yolo2_voc20_v4_nncase/yolo.kmodel",
+    "ulffd_face_v4_nncase/slim-320.kmodel",
+    "kmodel_v5_nncase/convnet_u8_v190.kmodel",
+    "kmodel_v5_nncase/yolo320_v190.kmodel",
+    "kmodel_v5_nncase/yolox_nano_224.kmodel",
+]
+
+
+def fill(model, seed=0):
+    for i, t in enumerate(model.inputs()):
+        rng = np.random.default_rng(seed + i)
+        if t.typecode == "B":
+            model.set_input(i, rng.integers(0, 256, t.bytes, dtype=np.uint8).tobytes())
+        else:
+            model.set_input(i, rng.uniform(-2, 2, t.bytes // 4).astype(np.float32).tobytes())
+
+
+def run_once(data, seed=0, **opts):
+    m = _kpu.Model(data, **opts)
+    fill(m, seed)
+    m.run()
+    got = ([m.output(i).data for i in range(m.output_count())], m.kpu_ram(), m.memory()["backend_scratch"])
+    m.free()
+    return got
+
+
+@pytest.mark.parametrize("rel", REAL)
+def test_real_models_same_for_any_thread_count(rel, testdata, monkeypatch):
+    data = testdata(*rel.split("/")).read_bytes()
+    outs1, ram1, scratch1 = run_once(data, threads=1)
+    for split in ("0", "1"):
+        monkeypatch.setenv("OKPU_EMU_SPLIT_ALL", split)
+        for threads in (2, 3):
+            outs, ram, scratch = run_once(data, threads=threads)
+            assert outs == outs1, "%s: outputs differ with threads=%d (split %s)" % (rel, threads, split)
+            assert ram == ram1, "%s: KPU RAM differs with threads=%d (split %s)" % (rel, threads, split)
+            if _kpu.default_threads() > 1:  # a build with threads: each worker's buffers are counted, for the
+                # layers split over them (all of them when split per channel)
+                want = scratch > scratch1 if split == "1" else scratch >= scratch1
+                assert want, "%s: threads=%d reports %d scratch bytes, threads=1 %d (split %s)" % (
+                    rel, threads, scratch, scratch1, split)
+
+
+@settings(max_examples=int(os.environ.get("OPENKPU_THREADS_EXAMPLES", "60")), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_layers_bitexact_threaded(monkeypatch, data):
+    """test_kpu_bitexact's cases (against the NumPy reference) on three workers, every layer split per channel."""
+    monkeypatch.setenv("OKPU_EMU_SPLIT_ALL", "1")
+    monkeypatch.setattr(_kpu, "Model", functools.partial(_kpu.Model, threads=3))
+    x, convs, eight_bit = bx.draw_case(data)
+    bx.check_case(x, convs, eight_bit, convs[-1].main_out)
+
+
+def heavy_model(seed):
+    """A single 3x3 KPU layer, 128x96x64 -> 64 (604 M multiply-accumulates): a run() that takes a while."""
+    rng = np.random.default_rng(seed)
+    w, h, c = 128, 96, 64
+    conv = kw.KpuConv(in_w=w, in_h=h, in_c=c, out_c=c, kernel=3, weights=rng.integers(0, 16, size=(c, c, 3, 3)),
+                      bn_mul=[int(v) for v in rng.integers(1, 9, c)], bn_add=[0] * c, bn_shift=[15] * c,
+                      act=kw.ActTable.linear(), src=0, dst=kw.kpu_map_rows(w, h, c), arg_x=-3, shr_x=1, main_out=0)
+    return kw.V3Model(layers=[conv], outputs=[(0, w * h * c)]).to_bytes()
+
+
+def test_two_models_run_concurrently():
+    datas = [heavy_model(1), heavy_model(2)]
+    want = [run_once(d, seed=i, threads=1)[0] for i, d in enumerate(datas)]
+    assert want[0] != want[1]
+    models = [_kpu.Model(d, threads=2) for d in datas]
+    got, errors = [None, None], []
+
+    def work(i):
+        try:
+            fill(models[i], seed=i)
+            for _ in range(2):
+                models[i].run()
+            got[i] = [models[i].output(k).data for k in range(models[i].output_count())]
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert got == want
+
+
+def test_run_releases_the_gil():
+    """While one Python thread is inside run(), another keeps running Python code: its longest pause is far shorter
+    than the run (with the GIL held through run() it would be the whole run)."""
+    model = _kpu.Model(heavy_model(3), threads=1)
+    fill(model)
+    model.run()  # warm-up
+    state = {"start": None, "end": None}
+
+    def work():
+        state["start"] = time.perf_counter()
+        model.run()
+        state["end"] = time.perf_counter()
+
+    t = threading.Thread(target=work)
+    stamps = []
+    t.start()
+    while t.is_alive():
+        stamps.append(time.perf_counter())
+    t.join()
+    inside = [s for s in stamps if state["start"] <= s <= state["end"]]
+    duration = state["end"] - state["start"]
+    gaps = np.diff([state["start"]] + inside + [state["end"]])
+    assert duration > 0.02, "the run was too short to tell (%.4f s)" % duration
+    assert gaps.max() < duration / 2, "the main thread paused %.3f s of a %.3f s run()" % (gaps.max(), duration)
+
+
+def test_same_model_guard():
+    """A call that reads or changes the run state of a model another thread is running raises RuntimeError; the
+    description methods still answer; after the run everything works again."""
+    data = heavy_model(4)
+    seen = {}
+    for _ in range(5):  # until the main thread catches the other inside run() for every call
+        model = _kpu.Model(data, threads=1)
+        fill(model)
+        t = threading.Thread(target=model.run)
+        t.start()
+        caught = False
+        while t.is_alive() and not caught:
+            try:
+                model.output(0)
+            except OSError:  # nothing ran yet: not inside run() either
+                pass
+            except RuntimeError as e:
+                caught = True
+                seen["output"] = str(e)
+        if caught:
+            assert model.layers() and model.memory()["kpu_macs"] > 0  # load-time facts still answer
+            for name, call in (("run", model.run), ("set_input", lambda: fill(model)), ("kpu_ram", model.kpu_ram),
+                               ("free", model.free)):  # free last: it succeeds if the run ended meanwhile
+                try:
+                    call()
+                except RuntimeError as e:
+                    seen[name] = str(e)
+        t.join()
+        if not model.freed():
+            model.run()
+            assert len(model.output(0).data) == 128 * 96 * 64
+            model.free()
+        if len(seen) == 5:
+            break
+    assert sorted(seen) == ["free", "kpu_ram", "output", "run", "set_input"], "caught inside run(): %s" % seen
+    for name, text in seen.items():
+        assert "model is running in another thread" in text, (name, text)
+
+
+def test_threads_option():
+    data = open(os.path.join(ROOT, "examples", "models", "digits.kmodel"), "rb").read()
+    if hasattr(os, "sched_getaffinity"):
+        assert _kpu.default_threads() == min(64, len(os.sched_getaffinity(0)))
+    for bad in (-1, 65):
+        with pytest.raises(ValueError, match=r"threads=%d: expected 0 .* or 1\.\.64" % bad):
+            _kpu.Model(data, threads=bad)
+    with pytest.raises(TypeError):
+        _kpu.Model(data, threads="2")
+    base = run_once(data, threads=0)
+    wide = run_once(data, threads=64)
+    assert base[:2] == wide[:2]
+    # no layer of this small model is worth waking a worker: it takes no more working memory on 64 threads
+    assert wide[2] == run_once(data, threads=1)[2]
