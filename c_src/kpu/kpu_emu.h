@@ -148,7 +148,7 @@ typedef struct emu_worker {
     uint32_t *col;      /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode) */
     uint8_t *lut;       /* EMU_LUT_MAX bytes: the activation of y for y in [lut_lo, lut_lo + lut_n) */
-    size_t lut_n;       /* entries valid (okpu_emu_channels_fast starts each range with 0) */
+    size_t lut_n;       /* entries valid (0 at the start of each layer: emu_run_layer clears the worker) */
     int64_t lut_lo;
     size_t lut_filled;  /* entries computed for the current range, bounded by its pixel count */
 } emu_worker;

@@ -616,7 +616,8 @@ void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_e
     const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
     uint32_t oc;
 
-    W->lut_n = 0; /* the table holds the activation of the layer this range belongs to */
+    /* The table holds the activation of this layer (emu_run_layer clears the worker's at each layer), so it stays
+     * valid from one of the worker's ranges to the next; the fill budget is per range. */
     W->lut_filled = 0;
     for (oc = oc_first; oc < oc_end; oc++) {
         okpu_kpu_bn bn;
