@@ -659,6 +659,8 @@ def v5_cases():
         # stackvm code
         V5Case("v5 stackvm opcode 0xff", put(d, s, 0xFF, "<B"), 2002, ["no nncase 1.x release's tensor-function table",
                                                                       "byte %d" % s]),
+        V5Case("v5 stackvm LDIND_I1 (a load: not nncase's straight-line code)", put(d, s, 0x06, "<B"), 2002, [
+            "instruction LDIND_I1 (opcode 0x06)", "byte %d" % s]),
         V5Case("v5 stackvm LEA_BUFFER location 9", put(d, s + 1, 9, "<B"), 2003, ["LEA_BUFFER at byte %d" % s,
                                                                                  "location 9"]),
         V5Case("v5 CALL of function 5", put(d, call + 3, 5), 2003, ["CALL at byte %d" % call, "function 5",
