@@ -511,6 +511,25 @@ static void fill_nd(okpu_v5_nd *nd, uint32_t rank, const uint32_t *shape, const 
             return rc_;                                                                                               \
     } while (0)
 
+/* One strided copy step: `rank` dimensions of `shape`, read from src with element strides `is` and written to dst
+ * with `os` (both views checked by the caller). COPY, SLICE, TRANSPOSE and BROADCAST all become one. */
+static int copy_step(sv *s, uint32_t id, uint32_t bytes, const v5_addr *src, const v5_addr *dst, uint32_t esize,
+                     uint32_t dt, uint32_t rank, const uint32_t *shape, const int64_t *is, const int64_t *os)
+{
+    void *args;
+
+    TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
+    if (args) {
+        okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
+        a->src = okpu_v5_ptr(s->cx, src);
+        a->dst = okpu_v5_ptr(s->cx, dst);
+        a->esize = esize;
+        fill_nd(&a->nd, rank, shape, is, os);
+    }
+    describe(s, dst, dt, rank, shape, count_elems(rank, shape));
+    return OKPU_OK;
+}
+
 /* COPY, SLICE and TRANSPOSE: strided copies; the slice's begin and steps and the transpose's permutation fold into
  * the source address and strides. */
 static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
@@ -520,7 +539,6 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], ois[OKPU_V5_MAX_RANK];
     v5_addr src;
     int rc;
-    void *args;
     esize = dt_checked(s, dt, &rc);
     TRYS(rc);
     TRYS(pop(s, E_ADDR, &out, "output address"));
@@ -573,16 +591,7 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     }
     TRYS(view(s, &src, esize, rank, oshape, ois, 0, "input (as read)"));
     TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
-    if (args) {
-        okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
-        a->src = okpu_v5_ptr(s->cx, &src);
-        a->dst = okpu_v5_ptr(s->cx, &out.a);
-        a->esize = esize;
-        fill_nd(&a->nd, rank, oshape, ois, os);
-    }
-    describe(s, &out.a, dt, rank, oshape, count_elems(rank, oshape));
-    return OKPU_OK;
+    return copy_step(s, id, bytes, &src, &out.a, esize, dt, rank, oshape, ois, os);
 }
 
 static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
@@ -1324,7 +1333,6 @@ static int t_broadcast(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     sv_entry in, out;
     uint32_t dt = p[3], esize, rank, orank, shape[OKPU_V5_MAX_RANK], oshape[OKPU_V5_MAX_RANK], k;
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK], bis[OKPU_V5_MAX_RANK];
-    void *args;
     int rc;
     (void)t;
     esize = dt_checked(s, dt, &rc);
@@ -1345,16 +1353,7 @@ static int t_broadcast(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     }
     TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
     TRYS(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
-    if (args) {
-        okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
-        a->src = okpu_v5_ptr(s->cx, &in.a);
-        a->dst = okpu_v5_ptr(s->cx, &out.a);
-        a->esize = esize;
-        fill_nd(&a->nd, orank, oshape, bis, os);
-    }
-    describe(s, &out.a, dt, orank, oshape, count_elems(orank, oshape));
-    return OKPU_OK;
+    return copy_step(s, id, bytes, &in.a, &out.a, esize, dt, orank, oshape, bis, os);
 }
 
 /* REDUCE_ARG: argmin / argmax of f32 along one axis, as i32 or i64. */
