@@ -182,7 +182,8 @@ SAN_DIR   := $(BUILD)/san
 CTESTS    := $(patsubst tests_host/c/%.c,$(SAN_DIR)/%,$(sort $(wildcard tests_host/c/test_*.c)))
 SAN_TOOLS := $(SAN_DIR)/okpu_run
 
-$(SAN_DIR)/%: tests_host/c/%.c tests_host/c/ctest.h tests_host/c/read_file.h tests_host/c/model_run.h $(CORE_SRC) \
+$(SAN_DIR)/%: tests_host/c/%.c tests_host/c/ctest.h tests_host/c/read_file.h tests_host/c/model_run.h \
+		tests_host/c/fill_input.h $(CORE_SRC) \
 		$(CORE_HDR)
 	@mkdir -p $(SAN_DIR)
 	$(CC) $(CSTD) $(SAN) $(THREADS) $(CTEST_DEFS) -Ic_src -o $@ $< $(CORE_SRC) -lm

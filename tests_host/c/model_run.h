@@ -8,21 +8,7 @@
 #include <string.h>
 
 #include "../../c_src/okpu.h"
-
-/* Deterministic input bytes (floats stay small and finite). */
-static void fill_input(uint8_t *p, size_t n, int is_float, uint32_t seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (uint8_t)(seed >> 24);
-    }
-    if (is_float)
-        for (i = 0; i + 4 <= n; i += 4) {
-            float f = (float)(p[i] % 200) / 50.0f - 2.0f;
-            memcpy(p + i, &f, 4);
-        }
-}
+#include "fill_input.h"
 
 /* The model loaded with `opts`, every input filled from `seed`, run once; NULL (with a failed CHECK) on error. */
 static okpu_model *load_and_run(const uint8_t *data, size_t size, const okpu_options *opts, uint32_t seed,

@@ -16,6 +16,7 @@
 #endif
 
 #include "ctest.h"
+#include "fill_input.h"
 #include "read_file.h"
 
 #include "../../c_src/core/workers.h"
@@ -185,21 +186,6 @@ static void count_free(void *ctx, void *ptr, size_t size)
     h->live--;
     h->bytes -= size;
     free(ptr);
-}
-
-/* Deterministic input bytes (floats small and finite), as model_run.h makes them. */
-static void fill_input(uint8_t *p, size_t n, int is_float, uint32_t seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (uint8_t)(seed >> 24);
-    }
-    if (is_float)
-        for (i = 0; i + 4 <= n; i += 4) {
-            float f = (float)(p[i] % 200) / 50.0f - 2.0f;
-            memcpy(p + i, &f, 4);
-        }
 }
 
 typedef struct snapshot {
