@@ -13,6 +13,7 @@
 #include "kpu/kpu_backend.h"
 #include "kpu/kpu_layout.h"
 #include "kmodel/model.h"
+#include "counting_heap.h"
 #include "ctest.h"
 #include "read_file.h"
 
@@ -877,30 +878,6 @@ static void test_fast_vs_reference(int count, int narrow, int saturation)
 }
 
 /* ---------------------------------------------------------------------------------------------------------------- */
-
-typedef struct counting_heap {
-    long live, calls;
-    size_t bytes, peak;
-} counting_heap;
-
-static void *count_alloc(void *ctx, size_t size)
-{
-    counting_heap *h = ctx;
-    h->live++;
-    h->calls++;
-    h->bytes += size;
-    if (h->bytes > h->peak)
-        h->peak = h->bytes;
-    return calloc(1, size);
-}
-
-static void count_free(void *ctx, void *ptr, size_t size)
-{
-    counting_heap *h = ctx;
-    h->live--;
-    h->bytes -= size;
-    free(ptr);
-}
 
 static void test_backend_and_errors(void)
 {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #endif
 
+#include "counting_heap.h"
 #include "ctest.h"
 #include "fill_input.h"
 #include "read_file.h"
@@ -166,28 +167,6 @@ static void test_pool(void)
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 
-typedef struct counting_heap {
-    long live, calls;
-    size_t bytes;
-} counting_heap;
-
-static void *count_alloc(void *ctx, size_t size)
-{
-    counting_heap *h = ctx;
-    h->live++;
-    h->calls++;
-    h->bytes += size;
-    return calloc(1, size);
-}
-
-static void count_free(void *ctx, void *ptr, size_t size)
-{
-    counting_heap *h = ctx;
-    h->live--;
-    h->bytes -= size;
-    free(ptr);
-}
-
 typedef struct snapshot {
     uint8_t *ram;
     uint8_t *out[8];
@@ -199,7 +178,7 @@ typedef struct snapshot {
 /* The model run with `threads`: its outputs and KPU RAM; the forward pass must not allocate. */
 static int run_threads(const uint8_t *data, size_t size, int threads, snapshot *s, const char *name)
 {
-    counting_heap heap = {0, 0, 0};
+    counting_heap heap = {0, 0, 0, 0};
     okpu_allocator alloc;
     okpu_options o;
     okpu_memory_info mem;
