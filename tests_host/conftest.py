@@ -21,3 +21,16 @@ def testdata_file(*parts):
 @pytest.fixture
 def testdata():
     return testdata_file
+
+
+@pytest.fixture
+def clean_kpu():
+    """MaixPy's KPU module with no flash image before the test and no loaded models after it (a test module opts in
+    with `pytestmark = pytest.mark.usefixtures("clean_kpu")`)."""
+    import KPU as kpu
+    kpu.set_flash_image(None)
+    os.environ.pop("OPENKPU_FLASH_IMAGE", None)
+    yield
+    for net in list(kpu._live_nets()):
+        kpu.deinit(net)
+    kpu.set_flash_image(None)

@@ -72,15 +72,7 @@ def tiny(tmp_path):
     return path
 
 
-@pytest.fixture(autouse=True)
-def clean_kpu():
-    """Every test starts with no flash image and leaves no loaded models behind."""
-    kpu.set_flash_image(None)
-    os.environ.pop("OPENKPU_FLASH_IMAGE", None)
-    yield
-    for net in list(kpu._live_nets()):
-        kpu.deinit(net)
-    kpu.set_flash_image(None)
+pytestmark = pytest.mark.usefixtures("clean_kpu")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -105,13 +105,7 @@ def reference_le2be(data):
     return b"".join(data[i:i + 4][::-1] for i in range(0, len(data), 4))
 
 
-@pytest.fixture(autouse=True)
-def clean_kpu():
-    kpu.set_flash_image(None)
-    yield
-    for net in list(kpu._live_nets()):
-        kpu.deinit(net)
-    kpu.set_flash_image(None)
+pytestmark = pytest.mark.usefixtures("clean_kpu")
 
 
 # ---------------------------------------------------------------------------------------------------------------

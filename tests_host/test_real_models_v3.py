@@ -14,11 +14,7 @@ import KPU as kpu
 from openkpu.board import image
 
 
-@pytest.fixture(autouse=True)
-def clean_kpu():
-    yield
-    for net in list(kpu._live_nets()):
-        kpu.deinit(net)
+pytestmark = pytest.mark.usefixtures("clean_kpu")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -31,11 +31,7 @@ def memtest_lines(capsys):
     return capsys.readouterr().out.splitlines()
 
 
-@pytest.fixture(autouse=True)
-def no_models_left():
-    yield
-    for net in kpu._live_nets():
-        kpu.deinit(net)
+pytestmark = pytest.mark.usefixtures("clean_kpu")
 
 
 def test_one_budget():

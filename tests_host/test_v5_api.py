@@ -32,14 +32,7 @@ EXACT = ["iris_f32_v190", "iris_ptq_v190", "convnet_u8_v190", "convnet_u8_v100",
 ALL = EXACT + ["floatin_f32_v190", "yolox_nano_224"]
 
 
-@pytest.fixture(autouse=True)
-def clean_kpu():
-    kpu.set_flash_image(None)
-    os.environ.pop("OPENKPU_FLASH_IMAGE", None)
-    yield
-    for net in list(kpu._live_nets()):
-        kpu.deinit(net)
-    kpu.set_flash_image(None)
+pytestmark = pytest.mark.usefixtures("clean_kpu")
 
 
 def case(testdata, name):
