@@ -927,6 +927,21 @@ static void test_backend_and_errors(void)
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 
+/* Run t on the prepared backend b, then on `plain` (never prepared): the same output bytes. */
+static int same_as_unprepared(okpu_kpu_backend *b, okpu_kpu_backend *plain, test_layer *t, const char *label)
+{
+    const size_t n = (size_t)t->s.ow * t->s.oh * t->s.oc;
+    uint8_t *expect = malloc(n);
+    int same;
+
+    run_on(b, t, label);
+    memcpy(expect, t->main_out, n);
+    run_on(plain, t, label);
+    same = memcmp(expect, t->main_out, n) == 0;
+    free(expect);
+    return same;
+}
+
 /* prepare() takes the working memory; run_layer then allocates nothing. A job no prepare covered still runs (the
  * emulator prepares it on that run) and gives the same bytes. */
 static void test_prepare(int reference)
@@ -937,7 +952,6 @@ static void test_prepare(int reference)
     okpu_error err;
     okpu_kpu_backend *b, *plain;
     test_layer big, small;
-    uint8_t *expect;
     size_t n, scratch;
     long calls;
     const char *what = reference ? "reference path" : "fast path";
@@ -989,20 +1003,8 @@ static void test_prepare(int reference)
           b->scratch_bytes);
 
     /* both run without one allocation, and give what an emulator that was never prepared gives */
-    run_on(b, &small, "prepared small layer");
-    n = (size_t)small.s.ow * small.s.oh * small.s.oc;
-    expect = malloc(n);
-    memcpy(expect, small.main_out, n);
-    run_on(plain, &small, "unprepared small layer");
-    CHECK(memcmp(expect, small.main_out, n) == 0, "%s: prepared and unprepared runs differ", what);
-    free(expect);
-    run_on(b, &big, "prepared big layer");
-    n = (size_t)big.s.ow * big.s.oh * big.s.oc;
-    expect = malloc(n);
-    memcpy(expect, big.main_out, n);
-    run_on(plain, &big, "unprepared big layer");
-    CHECK(memcmp(expect, big.main_out, n) == 0, "%s: prepared and unprepared runs differ", what);
-    free(expect);
+    CHECK(same_as_unprepared(b, plain, &small, "small layer"), "%s: prepared and unprepared runs differ", what);
+    CHECK(same_as_unprepared(b, plain, &big, "big layer"), "%s: prepared and unprepared runs differ", what);
     CHECK(heap.calls == calls, "%s: run_layer allocated %ld times after prepare", what, heap.calls - calls);
     /* the same work block either way; the prepared fast path holds the w-offset terms on top */
     CHECK(reference ? plain->scratch_bytes >= scratch : scratch > plain->scratch_bytes,
@@ -1014,13 +1016,8 @@ static void test_prepare(int reference)
         small.weights[n] = (uint8_t)(n * 7u + 3u);
     CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls, "%s: prepare again: %s", what,
           err.message);
-    run_on(b, &small, "prepared small layer, new weights");
-    n = (size_t)small.s.ow * small.s.oh * small.s.oc;
-    expect = malloc(n);
-    memcpy(expect, small.main_out, n);
-    run_on(plain, &small, "unprepared small layer, new weights");
-    CHECK(memcmp(expect, small.main_out, n) == 0, "%s: re-prepared and unprepared runs differ", what);
-    free(expect);
+    CHECK(same_as_unprepared(b, plain, &small, "small layer, new weights"),
+          "%s: re-prepared and unprepared runs differ", what);
 
     /* a job prepare refuses: the same check as run_layer, nothing allocated */
     big.s.w = 600;
