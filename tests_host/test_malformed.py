@@ -411,6 +411,13 @@ def test_base_models_are_valid():
         assert try_load(data) == (None, None)
 
 
+@pytest.mark.parametrize("data, field", [(BASE, "main_mem_usage"), (BASE_V4, "main_mem")], ids=["v3", "v4"])
+def test_main_buffer_over_the_sram_names_its_header_field(data, field):
+    code, msg = try_load(put_u32(data, 20, 7 << 20))
+    assert code == ERR_NO_MEM
+    assert ("at byte 20: the header's %s is %d bytes, more than the K210's whole" % (field, 7 << 20)) in msg, msg
+
+
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.name)
 def test_malformed_load(case):
     case.check()

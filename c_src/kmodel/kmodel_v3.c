@@ -881,6 +881,8 @@ static int v3_read_header(okpu_model *m, okpu_error *err)
                          "kmodel v3 header at byte 12: the model has no layers; expected a first K210_CONV or "
                          "FULLY_CONNECTED layer — recompile the model");
     m->main_mem_size = main_mem;
+    m->main_mem_from = "the header's main_mem_usage";
+    m->main_mem_from_at = 20;
     if (main_mem > OKPU_BOARD_SRAM_SIZE) /* a corrupt size fails here, before the layer walk */
         return okpu_model_check_main_budget(m, err);
     if (nlayers > 0x7FFFFFFFu)

@@ -1566,6 +1566,8 @@ static int v4_read_header(okpu_model *m, okpu_error *err)
                      (unsigned long long)table_end, (unsigned long)m->size);
     m->flags = flags;
     m->main_mem_size = main_mem;
+    m->main_mem_from = "the header's main_mem";
+    m->main_mem_from_at = 20;
     m->input_count = (int)ninputs;
     m->output_count = (int)noutputs;
     return parse_io(m, err, ninputs, noutputs);

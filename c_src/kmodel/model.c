@@ -543,17 +543,11 @@ int okpu_model_check_main_budget(const okpu_model *m, okpu_error *err)
 {
     if (m->main_mem_size <= OKPU_BOARD_SRAM_SIZE)
         return OKPU_OK;
-    if (m->main_mem_from)
-        return okpu_fail(err, OKPU_ERR_NO_MEM, -1, m->main_mem_from_at,
-                         "kmodel v%d at byte %ld: %s is %lu bytes, more than the K210's whole %u-byte SRAM; the model "
-                         "cannot run on the chip (or the file is corrupt)",
-                         m->version, m->main_mem_from_at, m->main_mem_from, (unsigned long)m->main_mem_size,
-                         OKPU_BOARD_SRAM_SIZE);
-    return okpu_fail(err, OKPU_ERR_NO_MEM, -1, 20,
-                     "kmodel v%d header at byte 20: %s is %lu bytes, more than the K210's whole %u-byte SRAM; the "
-                     "model cannot run on the chip (or the file is corrupt)",
-                     m->version, m->version == 3 ? "main_mem_usage" : "main_mem", (unsigned long)m->main_mem_size,
-                     OKPU_BOARD_SRAM_SIZE);
+    return okpu_fail(err, OKPU_ERR_NO_MEM, -1, m->main_mem_from_at,
+                     "kmodel v%d at byte %ld: %s is %lu bytes, more than the K210's whole %u-byte SRAM; the model "
+                     "cannot run on the chip (or the file is corrupt)",
+                     m->version, m->main_mem_from_at, m->main_mem_from ? m->main_mem_from : "its main buffer",
+                     (unsigned long)m->main_mem_size, OKPU_BOARD_SRAM_SIZE);
 }
 
 int okpu_model_output_info(const okpu_model *m, int index, okpu_tensor *out)

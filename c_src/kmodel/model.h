@@ -67,7 +67,7 @@ struct okpu_model {
     okpu_memory_info mem;  /* computed at load */
     void *format_state;   /* format-specific (e.g. v4 constants pointer) */
     void (*format_free)(okpu_model *m); /* frees format_state if a load fails between read_header and decode */
-    const char *main_mem_from; /* what main_mem_size is, for the budget message (NULL: the header's byte 20) */
+    const char *main_mem_from; /* what main_mem_size is, for the budget message (read_header sets both) */
     long main_mem_from_at;     /* ... and the file offset that sets it */
     size_t ctx_alloc_bytes; /* bytes currently allocated through okpu_model_alloc (context accounting) */
 };
@@ -107,8 +107,8 @@ void *okpu_model_add_step(okpu_model *m, int layer, okpu_step_kind kind, size_t 
 #define OKPU_MAIN(m, off) ((m)->main_mem + (off))
 void okpu_model_free_mem(okpu_model *m, void *ptr, size_t size);
 
-/* OKPU_ERR_NO_MEM when main_mem_size exceeds the K210's whole SRAM (the size sits at header byte 20 in v3 and v4;
- * other formats say where in main_mem_from / main_mem_from_at). */
+/* OKPU_ERR_NO_MEM when main_mem_size exceeds the K210's whole SRAM, naming the field each format's read_header gave
+ * in main_mem_from / main_mem_from_at. */
 int okpu_model_check_main_budget(const okpu_model *m, okpu_error *err);
 
 /* Mark KPU RAM rows [row, row+count) as used by the model (memory accounting). */
