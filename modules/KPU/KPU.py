@@ -504,10 +504,8 @@ def _what_it_is(data, path, flash):
 def _open_net(data, addr, path, where, act_round=None, nncase=None, threads=0):
     """Load `data` into the core and count the net against the model limit. where: said after a load error."""
     try:
-        options = {} if act_round is None else {"act_round": act_round}  # the default call stays Model(data)
-        if threads:
-            options["threads"] = threads
-        model = _kpu.Model(data, nncase=nncase, **options)
+        options = {} if act_round is None else {"act_round": act_round}  # (Model takes no None for it)
+        model = _kpu.Model(data, nncase=nncase, threads=threads, **options)
     except ValueError as e:
         text = str(e)
         if ("error:%d," % ERR_KMODEL_VERSION) in text:
