@@ -30,6 +30,14 @@ int okpu_fail_terse(okpu_error *err, int code, int layer, long offset);
 #define OKPU_MSGF snprintf
 #endif
 
+/* Return the status of x from the calling function unless it is OKPU_OK: the readers' and decoders' step. */
+#define OKPU_TRY(x)                                                                                                   \
+    do {                                                                                                              \
+        int okpu_rc_ = (x);                                                                                           \
+        if (okpu_rc_ != OKPU_OK)                                                                                      \
+            return okpu_rc_;                                                                                          \
+    } while (0)
+
 void okpu_error_clear(okpu_error *err);
 
 #endif

@@ -249,13 +249,6 @@ static void *new_step(v3_ctx *c, okpu_step_kind kind)
     return okpu_model_add_step(c->m, c->idx, kind, 0, c->err);
 }
 
-#define TRY(x)                                                                                                  \
-    do {                                                                                                        \
-        int rc_ = (x);                                                                                          \
-        if (rc_ != OKPU_OK)                                                                                     \
-            return rc_;                                                                                         \
-    } while (0)
-
 /* `type *var` = the layer's new step of `kind`; returns the error from the decode function when it cannot exist. */
 #define STEP(type, var, kind)                                                                                   \
     type *var = (type *)new_step(c, kind);                                                                      \
@@ -270,9 +263,9 @@ static void *new_step(v3_ctx *c, okpu_step_kind kind)
 static int dec_add(v3_ctx *c)
 {
     uint32_t in = fld(c, 1), in_b = fld(c, 2), out = fld(c, 3), count = fld(c, 4);
-    TRY(main_rng(c, 1, "input a", in, 4ull * count));
-    TRY(main_rng(c, 2, "input b", in_b, 4ull * count));
-    TRY(main_rng(c, 3, "output", out, 4ull * count));
+    OKPU_TRY(main_rng(c, 1, "input a", in, 4ull * count));
+    OKPU_TRY(main_rng(c, 2, "input b", in_b, 4ull * count));
+    OKPU_TRY(main_rng(c, 3, "output", out, 4ull * count));
     {
         STEP(okpu_cpu_add_args, a, OKPU_STEP_ADD_F32);
         a->a = MAIN(in), a->b = MAIN(in_b), a->out = MAIN(out), a->count = count;
@@ -290,12 +283,12 @@ static int dec_qadd(v3_ctx *c)
     p.a_offset = fldi(c, 5), p.a_mul = fldi(c, 6), p.a_shift = fldi(c, 7);
     p.b_offset = fldi(c, 8), p.b_mul = fldi(c, 9), p.b_shift = fldi(c, 10);
     p.out_offset = fldi(c, 11), p.out_mul = fldi(c, 12), p.out_shift = fldi(c, 13);
-    TRY(check_shift(c, 7, "in_a_shift", p.a_shift));
-    TRY(check_shift(c, 10, "in_b_shift", p.b_shift));
-    TRY(check_shift(c, 13, "out_shift", p.out_shift));
-    TRY(main_rng(c, 1, "input a", in, count));
-    TRY(main_rng(c, 2, "input b", in_b, count));
-    TRY(main_rng(c, 3, "output", out, count));
+    OKPU_TRY(check_shift(c, 7, "in_a_shift", p.a_shift));
+    OKPU_TRY(check_shift(c, 10, "in_b_shift", p.b_shift));
+    OKPU_TRY(check_shift(c, 13, "out_shift", p.out_shift));
+    OKPU_TRY(main_rng(c, 1, "input a", in, count));
+    OKPU_TRY(main_rng(c, 2, "input b", in_b, count));
+    OKPU_TRY(main_rng(c, 3, "output", out, count));
     {
         STEP(okpu_cpu_quant_add_args, a, OKPU_STEP_QUANT_ADD_U8);
         a->a = MAIN(in), a->b = MAIN(in_b), a->out = MAIN(out), a->count = count;
@@ -317,10 +310,10 @@ static int dec_gpool(v3_ctx *c)
     if (kernel_size == 0 && channels != 0)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 12u, "kernel_size is 0 for %lu channels; expected H*W >= 1",
                    (unsigned long)channels);
-    TRY(size4(c, 3, "input", e, kernel_size, channels, 1, &in_n));
-    TRY(main_rng(c, 1, "input", in, in_n));
-    TRY(main_rng(c, 2, "output", out, e * channels));
-    TRY(disjoint(c, 1, "input", in, in_n, out, e * channels));
+    OKPU_TRY(size4(c, 3, "input", e, kernel_size, channels, 1, &in_n));
+    OKPU_TRY(main_rng(c, 1, "input", in, in_n));
+    OKPU_TRY(main_rng(c, 2, "output", out, e * channels));
+    OKPU_TRY(disjoint(c, 1, "input", in, in_n, out, e * channels));
     {
         STEP(okpu_cpu_global_pool_args, a,
              type == V3_GLOBAL_MAX_POOL2D             ? OKPU_STEP_GLOBAL_MAX_F32
@@ -359,15 +352,15 @@ static int dec_pool(v3_ctx *c)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 52u,
                    "padding %lux%lu is not smaller than the kernel %lux%lu", (unsigned long)p.pad_w,
                    (unsigned long)p.pad_h, (unsigned long)p.kernel_w, (unsigned long)p.kernel_h);
-    TRY(nonzero(c, 3, "input", p.in_w, p.in_h, p.in_c));
-    TRY(nonzero(c, 6, "output", p.out_w, p.out_h, p.out_c));
+    OKPU_TRY(nonzero(c, 3, "input", p.in_w, p.in_h, p.in_c));
+    OKPU_TRY(nonzero(c, 6, "output", p.out_w, p.out_h, p.out_c));
     {
         uint64_t in_n, out_n, taps;
-        TRY(size4(c, 3, "input", e, p.in_w, p.in_h, p.in_c, &in_n));
-        TRY(size4(c, 6, "output", e, p.out_w, p.out_h, p.out_c, &out_n));
-        TRY(main_rng(c, 1, "input", in, in_n));
-        TRY(main_rng(c, 2, "output", out, out_n));
-        TRY(disjoint(c, 1, "input", in, in_n, out, out_n));
+        OKPU_TRY(size4(c, 3, "input", e, p.in_w, p.in_h, p.in_c, &in_n));
+        OKPU_TRY(size4(c, 6, "output", e, p.out_w, p.out_h, p.out_c, &out_n));
+        OKPU_TRY(main_rng(c, 1, "input", in, in_n));
+        OKPU_TRY(main_rng(c, 2, "output", out, out_n));
+        OKPU_TRY(disjoint(c, 1, "input", in, in_n, out, out_n));
         taps = (uint64_t)(p.kernel_w < p.in_w ? p.kernel_w : p.in_w) *
                (p.kernel_h < p.in_h ? p.kernel_h : p.in_h); /* in-range taps per output, at most */
         set_work(c, okpu_sat_mul(out_n / e, taps));
@@ -393,8 +386,8 @@ static int dec_quant(v3_ctx *c)
 {
     int q = c->L->type == V3_QUANTIZE;
     uint32_t in = fld(c, 1), out = fld(c, 2), count = fld(c, 3);
-    TRY(main_rng(c, 1, "input", in, (q ? 4ull : 1ull) * count));
-    TRY(main_rng(c, 2, "output", out, (q ? 1ull : 4ull) * count));
+    OKPU_TRY(main_rng(c, 1, "input", in, (q ? 4ull : 1ull) * count));
+    OKPU_TRY(main_rng(c, 2, "output", out, (q ? 1ull : 4ull) * count));
     {
         STEP(okpu_cpu_quant_args, a, q ? OKPU_STEP_QUANTIZE : OKPU_STEP_DEQUANTIZE);
         a->in = MAIN(in), a->out = MAIN(out), a->count = count, a->scale = fldf(c, 4), a->bias = fldf(c, 5);
@@ -408,8 +401,8 @@ static int dec_quant(v3_ctx *c)
 static int dec_requant(v3_ctx *c)
 {
     uint32_t in = fld(c, 1), out = fld(c, 2), count = fld(c, 3);
-    TRY(main_rng(c, 1, "input", in, count));
-    TRY(main_rng(c, 2, "output", out, count));
+    OKPU_TRY(main_rng(c, 1, "input", in, count));
+    OKPU_TRY(main_rng(c, 2, "output", out, count));
     {
         STEP(okpu_cpu_requant_args, a, OKPU_STEP_REQUANTIZE);
         a->in = MAIN(in), a->out = MAIN(out), a->table = c->body + 16, a->count = count;
@@ -424,8 +417,8 @@ static int dec_vec(v3_ctx *c)
 {
     uint32_t type = c->L->type;
     uint32_t in = fld(c, 1), out = fld(c, 2), count = fld(c, 3);
-    TRY(main_rng(c, 1, "input", in, 4ull * count));
-    TRY(main_rng(c, 2, "output", out, 4ull * count));
+    OKPU_TRY(main_rng(c, 1, "input", in, 4ull * count));
+    OKPU_TRY(main_rng(c, 2, "output", out, 4ull * count));
     {
         STEP(okpu_cpu_unary_args, a,
              type == V3_SOFTMAX            ? OKPU_STEP_SOFTMAX_F32
@@ -448,17 +441,17 @@ static int dec_concat(v3_ctx *c)
     uint32_t i, out = fld(c, 1), count = fld(c, 2);
     const uint8_t *ranges = c->body + 12;
     uint64_t total = 0;
-    TRY(tail_rng(c, "input range table", 12, 8ull * count));
+    OKPU_TRY(tail_rng(c, "input range table", 12, 8ull * count));
     for (i = 0; i < count; i++) {
         uint32_t start = okpu_rd_u32(ranges + 8u * i), size = okpu_rd_u32(ranges + 8u * i + 4u);
-        TRY(okpu_model_check_main(c->m, c->idx, (long)(c->boff + 12u + 8u * i), "concat input", start, size,
-                                  c->err));
+        OKPU_TRY(okpu_model_check_main(c->m, c->idx, (long)(c->boff + 12u + 8u * i), "concat input", start, size,
+                                       c->err));
         total += size; /* < 2^32 inputs of < 2^32 bytes each: no 64-bit wrap */
     }
-    TRY(main_rng(c, 1, "output", out, total));
+    OKPU_TRY(main_rng(c, 1, "output", out, total));
     for (i = 0; i < count; i++)
-        TRY(disjoint(c, 1, "concat input", okpu_rd_u32(ranges + 8u * i), okpu_rd_u32(ranges + 8u * i + 4u), out,
-                     total));
+        OKPU_TRY(disjoint(c, 1, "concat input", okpu_rd_u32(ranges + 8u * i), okpu_rd_u32(ranges + 8u * i + 4u), out,
+                          total));
     {
         STEP(okpu_cpu_concat_args, a, OKPU_STEP_CONCAT);
         a->main = c->m->main_mem, a->out = MAIN(out), a->ranges = ranges, a->count = count;
@@ -480,12 +473,12 @@ static int dec_fc(v3_ctx *c)
     if (act > 2)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 20u, "activation %lu is unknown; expected 0 (linear), "
                    "1 (relu) or 2 (relu6)", (unsigned long)act);
-    TRY(size4(c, 3, "weights", 4, in_ch, out_ch, 1, &wbytes));
-    TRY(tail_rng(c, "weights", 24, wbytes));
-    TRY(tail_rng(c, "bias", 24 + wbytes, 4ull * out_ch));
-    TRY(main_rng(c, 1, "input", in, 4ull * in_ch));
-    TRY(main_rng(c, 2, "output", out, 4ull * out_ch));
-    TRY(disjoint(c, 1, "input", in, 4ull * in_ch, out, 4ull * out_ch));
+    OKPU_TRY(size4(c, 3, "weights", 4, in_ch, out_ch, 1, &wbytes));
+    OKPU_TRY(tail_rng(c, "weights", 24, wbytes));
+    OKPU_TRY(tail_rng(c, "bias", 24 + wbytes, 4ull * out_ch));
+    OKPU_TRY(main_rng(c, 1, "input", in, 4ull * in_ch));
+    OKPU_TRY(main_rng(c, 2, "output", out, 4ull * out_ch));
+    OKPU_TRY(disjoint(c, 1, "input", in, 4ull * in_ch, out, 4ull * out_ch));
     {
         STEP(okpu_cpu_fc_args, a, OKPU_STEP_FC_F32);
         a->in = MAIN(in), a->out = MAIN(out), a->weights = c->body + 24, a->bias = c->body + 24 + wbytes;
@@ -507,13 +500,13 @@ static int dec_qfc(v3_ctx *c)
     okpu_qfc_params p;
     p.input_offset = fldi(c, 5), p.weight_offset = fldi(c, 6);
     p.output_mul = fldi(c, 7), p.output_shift = fldi(c, 8), p.output_offset = fldi(c, 9);
-    TRY(check_shift(c, 8, "output_shift", p.output_shift));
-    TRY(size4(c, 3, "weights", 1, in_ch, out_ch, 1, &wbytes));
-    TRY(tail_rng(c, "weights", 40, wbytes));
-    TRY(tail_rng(c, "bias", 40 + wbytes, 4ull * out_ch));
-    TRY(main_rng(c, 1, "input", in, in_ch));
-    TRY(main_rng(c, 2, "output", out, out_ch));
-    TRY(disjoint(c, 1, "input", in, in_ch, out, out_ch));
+    OKPU_TRY(check_shift(c, 8, "output_shift", p.output_shift));
+    OKPU_TRY(size4(c, 3, "weights", 1, in_ch, out_ch, 1, &wbytes));
+    OKPU_TRY(tail_rng(c, "weights", 40, wbytes));
+    OKPU_TRY(tail_rng(c, "bias", 40 + wbytes, 4ull * out_ch));
+    OKPU_TRY(main_rng(c, 1, "input", in, in_ch));
+    OKPU_TRY(main_rng(c, 2, "output", out, out_ch));
+    OKPU_TRY(disjoint(c, 1, "input", in, in_ch, out, out_ch));
     {
         STEP(okpu_cpu_quant_fc_args, a, OKPU_STEP_FC_U8);
         a->in = MAIN(in), a->out = MAIN(out), a->weights = c->body + 40, a->bias = c->body + 40 + wbytes;
@@ -532,11 +525,11 @@ static int dec_flatten(v3_ctx *c)
     int f32 = c->L->type == V3_TENSORFLOW_FLATTEN;
     uint64_t n;
     uint32_t in = fld(c, 1), out = fld(c, 2), w = fld(c, 3), h = fld(c, 4), ch = fld(c, 5);
-    TRY(nonzero(c, 3, "shape", w, h, ch));
-    TRY(size4(c, 3, "shape", f32 ? 4u : 1u, w, h, ch, &n));
-    TRY(main_rng(c, 1, "input", in, n));
-    TRY(main_rng(c, 2, "output", out, n));
-    TRY(disjoint(c, 1, "input", in, n, out, n));
+    OKPU_TRY(nonzero(c, 3, "shape", w, h, ch));
+    OKPU_TRY(size4(c, 3, "shape", f32 ? 4u : 1u, w, h, ch, &n));
+    OKPU_TRY(main_rng(c, 1, "input", in, n));
+    OKPU_TRY(main_rng(c, 2, "output", out, n));
+    OKPU_TRY(disjoint(c, 1, "input", in, n, out, n));
     {
         STEP(okpu_cpu_flatten_args, a, OKPU_STEP_FLATTEN);
         a->in = MAIN(in), a->out = MAIN(out), a->w = w, a->h = h, a->c = ch, a->elem = f32 ? 4u : 1u;
@@ -558,11 +551,11 @@ static int dec_resize(v3_ctx *c)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 12u,
                    "sizes in %lux%lux%lu out %lux%lu: every width, height and channel count must be >= 1",
                    (unsigned long)w, (unsigned long)h, (unsigned long)ch, (unsigned long)ow, (unsigned long)oh);
-    TRY(size4(c, 3, "input", e, w, h, ch, &in_n));
-    TRY(size4(c, 6, "output", e, ow, oh, ch, &out_n));
-    TRY(main_rng(c, 1, "input", in, in_n));
-    TRY(main_rng(c, 2, "output", out, out_n));
-    TRY(disjoint(c, 1, "input", in, in_n, out, out_n));
+    OKPU_TRY(size4(c, 3, "input", e, w, h, ch, &in_n));
+    OKPU_TRY(size4(c, 6, "output", e, ow, oh, ch, &out_n));
+    OKPU_TRY(main_rng(c, 1, "input", in, in_n));
+    OKPU_TRY(main_rng(c, 2, "output", out, out_n));
+    OKPU_TRY(disjoint(c, 1, "input", in, in_n, out, out_n));
     set_work(c, out_n / e);
     {
         STEP(okpu_cpu_resize_args, a, OKPU_STEP_RESIZE_NEAREST);
@@ -578,12 +571,12 @@ static int dec_cwdq(v3_ctx *c)
 {
     uint64_t n;
     uint32_t in = fld(c, 1), out = fld(c, 2), channels = fld(c, 3), channel_size = fld(c, 4);
-    TRY(tail_rng(c, "per-channel scale/bias table", 20, 8ull * channels));
-    TRY(size4(c, 3, "input", 4, channels, channel_size, 1, &n));
+    OKPU_TRY(tail_rng(c, "per-channel scale/bias table", 20, 8ull * channels));
+    OKPU_TRY(size4(c, 3, "input", 4, channels, channel_size, 1, &n));
     n /= 4u;
-    TRY(main_rng(c, 1, "input", in, n));
-    TRY(main_rng(c, 2, "output", out, 4u * n));
-    TRY(disjoint(c, 1, "input", in, n, out, 4u * n));
+    OKPU_TRY(main_rng(c, 1, "input", in, n));
+    OKPU_TRY(main_rng(c, 2, "output", out, 4u * n));
+    OKPU_TRY(disjoint(c, 1, "input", in, n, out, 4u * n));
     {
         STEP(okpu_cpu_cw_dequant_args, a, OKPU_STEP_CHANNELWISE_DEQUANTIZE);
         a->in = MAIN(in), a->out = MAIN(out), a->params = c->body + 20;
@@ -611,14 +604,14 @@ static int dec_conv(v3_ctx *c)
     int eight = (int)(m->flags & 1u);
 
     memset(&j, 0, sizeof j);
-    TRY(body_rng(c, "layer argument (96 bytes, layer_offset)", layer_off, KPU_ARGS_BYTES));
+    OKPU_TRY(body_rng(c, "layer argument (96 bytes, layer_offset)", layer_off, KPU_ARGS_BYTES));
     j.raw_args = m->data + layer_off;
     okpu_kpu_args_decode(j.raw_args, &j.args);
-    TRY(okpu_kpu_args_check(a, c->idx, (long)layer_off, c->err));
-    TRY(body_rng(c, eight ? "8-bit weights (weights_offset)" : "16-bit weights (weights_offset)", w_off,
-                 okpu_kpu_weights_bytes(a, eight)));
-    TRY(body_rng(c, "batch-norm table (bn_offset)", bn_off, okpu_kpu_bn_bytes(a)));
-    TRY(body_rng(c, "activation table (act_offset)", act_off, KPU_ACT_TABLE_BYTES));
+    OKPU_TRY(okpu_kpu_args_check(a, c->idx, (long)layer_off, c->err));
+    OKPU_TRY(body_rng(c, eight ? "8-bit weights (weights_offset)" : "16-bit weights (weights_offset)", w_off,
+                      okpu_kpu_weights_bytes(a, eight)));
+    OKPU_TRY(body_rng(c, "batch-norm table (bn_offset)", bn_off, okpu_kpu_bn_bytes(a)));
+    OKPU_TRY(body_rng(c, "activation table (act_offset)", act_off, KPU_ACT_TABLE_BYTES));
     j.weights = m->data + w_off;
     j.bn = m->data + bn_off;
     j.act = m->data + act_off;
@@ -628,8 +621,8 @@ static int dec_conv(v3_ctx *c)
 
     src_rows = okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
     dst_rows = okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
-    TRY(kpu_rng(c, 2, "input feature map", a->image_src_addr, src_rows));
-    TRY(kpu_rng(c, 2, "output feature map", a->image_dst_addr, dst_rows));
+    OKPU_TRY(kpu_rng(c, 2, "input feature map", a->image_src_addr, src_rows));
+    OKPU_TRY(kpu_rng(c, 2, "output feature map", a->image_dst_addr, dst_rows));
     okpu_model_touch_kpu_rows(m, a->image_src_addr, (uint32_t)src_rows);
     okpu_model_touch_kpu_rows(m, a->image_dst_addr, (uint32_t)dst_rows);
 
@@ -641,7 +634,7 @@ static int dec_conv(v3_ctx *c)
                        "%lux%lux%lu = %llu bytes; the file is corrupt",
                        (unsigned long long)a->dma_total_byte + 1u, (unsigned long)a->out_width,
                        (unsigned long)a->out_height, (unsigned long)a->out_channels, (unsigned long long)out_bytes);
-        TRY(main_rng(c, 1, "main-memory output (main_mem_out_address)", out, out_bytes));
+        OKPU_TRY(main_rng(c, 1, "main-memory output (main_mem_out_address)", out, out_bytes));
         c->wr[c->idx].valid = 1;
         c->wr[c->idx].u8 = 1;
         c->wr[c->idx].off = out;
@@ -682,8 +675,8 @@ static int dec_add_padding(v3_ctx *c)
         return bad(c, OKPU_ERR_KMODEL_FORMAT, c->boff + 12u, "channels is %lu, expected 1..1024 (KPU limit)",
                    (unsigned long)channels);
     rows = okpu_k_add_padding_rows(channels);
-    TRY(main_rng(c, 1, "input", in, channels));
-    TRY(kpu_rng(c, 2, "padded 4x4 output map", row, rows));
+    OKPU_TRY(main_rng(c, 1, "input", in, channels));
+    OKPU_TRY(kpu_rng(c, 2, "padded 4x4 output map", row, rows));
     okpu_model_touch_kpu_rows(c->m, row, rows);
     {
         STEP(okpu_kpu_padding_args, a, OKPU_STEP_KPU_ADD_PADDING);
@@ -699,9 +692,9 @@ static int dec_remove_padding(v3_ctx *c)
 {
     uint32_t in = fld(c, 1), out = fld(c, 2), channels = fld(c, 3);
     uint64_t in_n = channels ? 16ull * (channels - 1u) + 1u : 0u;
-    TRY(main_rng(c, 1, "input", in, in_n));
-    TRY(main_rng(c, 2, "output", out, channels));
-    TRY(disjoint(c, 1, "input", in, in_n, out, channels));
+    OKPU_TRY(main_rng(c, 1, "input", in, in_n));
+    OKPU_TRY(main_rng(c, 2, "output", out, channels));
+    OKPU_TRY(disjoint(c, 1, "input", in, in_n, out, channels));
     {
         STEP(okpu_kpu_padding_args, a, OKPU_STEP_KPU_REMOVE_PADDING);
         a->in = MAIN(in), a->out = MAIN(out), a->channels = channels;
@@ -720,8 +713,8 @@ static int dec_upload(v3_ctx *c)
                    "map %lux%lux%lu: expected width, height and channels of 1..4096", (unsigned long)w,
                    (unsigned long)h, (unsigned long)ch);
     rows = okpu_kpu_layout_rows(w, h, ch);
-    TRY(main_rng(c, 1, "input", in, (uint64_t)w * h * ch));
-    TRY(kpu_rng(c, 2, "output map", row, rows));
+    OKPU_TRY(main_rng(c, 1, "input", in, (uint64_t)w * h * ch));
+    OKPU_TRY(kpu_rng(c, 2, "output map", row, rows));
     okpu_model_touch_kpu_rows(c->m, row, rows);
     {
         STEP(okpu_kpu_upload_args, a, OKPU_STEP_KPU_UPLOAD);
@@ -838,7 +831,7 @@ static int v3_decode_layer(okpu_model *m, int i, uint64_t hdr_off, uint64_t boff
                          "layer %d (%s) body at byte %llu: its %lu bytes of fields end past the end of the file (%lu "
                          "bytes); the file is truncated — copy it again",
                          i, op->name, (unsigned long long)boff, (unsigned long)op->min_body, (unsigned long)m->size);
-    TRY(op->decode(&c));
+    OKPU_TRY(op->decode(&c));
     L->out.t.layer = i;
     L->info.output = L->out.t;
     return OKPU_OK;
@@ -968,10 +961,10 @@ static int v3_walk(okpu_model *m, v3_written *wr, okpu_error *err)
     uint32_t i, nout = okpu_rd_u32(m->data + 24);
     uint64_t boff = V3_HEADER_BYTES + 8ull * nout + 8ull * (uint32_t)m->layer_count;
     for (i = 0; i < (uint32_t)m->layer_count; i++) {
-        TRY(v3_decode_layer(m, (int)i, V3_HEADER_BYTES + 8ull * nout + 8ull * i, boff, wr, err));
+        OKPU_TRY(v3_decode_layer(m, (int)i, V3_HEADER_BYTES + 8ull * nout + 8ull * i, boff, wr, err));
         boff += m->layers[i].body_size;
     }
-    TRY(v3_input(m, err));
+    OKPU_TRY(v3_input(m, err));
     return v3_outputs(m, wr, err);
 }
 

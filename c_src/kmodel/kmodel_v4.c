@@ -124,13 +124,6 @@ static int nfail(v4_cx *cx, const char *fmt, ...)
 #define nfail(cx, ...) nfail_at((cx), (cx)->pos, __VA_ARGS__)
 #endif
 
-#define TRY(x)                                                                                                         \
-    do {                                                                                                               \
-        int rc_ = (x);                                                                                                 \
-        if (rc_ != OKPU_OK)                                                                                            \
-            return rc_;                                                                                                \
-    } while (0)
-
 /* The layer's step of `kind` (zeroed arguments + `tail` bytes) into `args`, or return the allocation error. */
 #define NEW_STEP(cx, args, kind, tail)                                                                                 \
     do {                                                                                                               \
@@ -157,7 +150,7 @@ static int need(v4_cx *cx, uint32_t bytes, const char *what)
 
 static int rd_i32(v4_cx *cx, int32_t *v, const char *what)
 {
-    TRY(need(cx, 4, what));
+    OKPU_TRY(need(cx, 4, what));
     *v = okpu_rd_i32(cx->body + cx->pos);
     cx->pos += 4;
     return OKPU_OK;
@@ -165,7 +158,7 @@ static int rd_i32(v4_cx *cx, int32_t *v, const char *what)
 
 static int rd_u32(v4_cx *cx, uint32_t *v, const char *what)
 {
-    TRY(need(cx, 4, what));
+    OKPU_TRY(need(cx, 4, what));
     *v = okpu_rd_u32(cx->body + cx->pos);
     cx->pos += 4;
     return OKPU_OK;
@@ -173,7 +166,7 @@ static int rd_u32(v4_cx *cx, uint32_t *v, const char *what)
 
 static int rd_f32(v4_cx *cx, float *v, const char *what)
 {
-    TRY(need(cx, 4, what));
+    OKPU_TRY(need(cx, 4, what));
     *v = okpu_rd_f32(cx->body + cx->pos);
     cx->pos += 4;
     return OKPU_OK;
@@ -184,14 +177,14 @@ static int rd_i32s(v4_cx *cx, int32_t *v, int count, const char *const *names)
 {
     int i;
     for (i = 0; i < count; i++)
-        TRY(rd_i32(cx, &v[i], names[i]));
+        OKPU_TRY(rd_i32(cx, &v[i], names[i]));
     return OKPU_OK;
 }
 
 static int rd_shape(v4_cx *cx, int32_t s[4], const char *what)
 {
     int i;
-    TRY(need(cx, 16, what));
+    OKPU_TRY(need(cx, 16, what));
     for (i = 0; i < 4; i++)
         s[i] = okpu_rd_i32(cx->body + cx->pos + 4u * (uint32_t)i);
     cx->pos += 16;
@@ -202,7 +195,7 @@ static int rd_span(v4_cx *cx, const uint8_t **p, uint64_t bytes, const char *wha
 {
     if (bytes > 0xFFFFFFFFu)
         return nfail(cx, "%s would be %llu bytes, larger than any model", what, (unsigned long long)bytes);
-    TRY(need(cx, (uint32_t)bytes, what));
+    OKPU_TRY(need(cx, (uint32_t)bytes, what));
     *p = cx->body + cx->pos;
     cx->pos += (uint32_t)bytes;
     return OKPU_OK;
@@ -211,7 +204,7 @@ static int rd_span(v4_cx *cx, const uint8_t **p, uint64_t bytes, const char *wha
 /* Skip the memory ranges a body starts with: they are checked (mr_at) once the fields after them give their sizes. */
 static int skip_ranges(v4_cx *cx, uint32_t count, const char *what)
 {
-    TRY(need(cx, 16u * count, what));
+    OKPU_TRY(need(cx, 16u * count, what));
     cx->pos += 16u * count;
     return OKPU_OK;
 }
@@ -243,7 +236,7 @@ static uint64_t mem_size(const v4_cx *cx, uint32_t type)
  * 1 << type), datatype `dtype` (-1: f32 or u8), size == `bytes` (UINT64_MAX: any), and inside its memory. */
 static int mr_at(v4_cx *cx, uint32_t at, v4_mr *r, const char *what, unsigned types, int dtype, uint64_t bytes)
 {
-    TRY(need_at(cx, at, 16, what));
+    OKPU_TRY(need_at(cx, at, 16, what));
     mr_decode(cx->body + at, r);
     if (r->type > MT_KPU || !(types & (1u << r->type)))
         return nfail_at(cx, at, "%s has memory_type %lu (%s); expected %s%s%s", what, (unsigned long)r->type,
@@ -265,7 +258,7 @@ static int mr_at(v4_cx *cx, uint32_t at, v4_mr *r, const char *what, unsigned ty
 /* The same for the range at the read position, which then moves past it. */
 static int rd_mr(v4_cx *cx, v4_mr *r, const char *what, unsigned types, int dtype, uint64_t bytes)
 {
-    TRY(mr_at(cx, cx->pos, r, what, types, dtype, bytes));
+    OKPU_TRY(mr_at(cx, cx->pos, r, what, types, dtype, bytes));
     cx->pos += 16;
     return OKPU_OK;
 }
@@ -311,7 +304,7 @@ static int chk_shape(v4_cx *cx, const int32_t s[4], const char *what, uint64_t *
 /* rd_shape then chk_shape */
 static int rd_chk_shape(v4_cx *cx, int32_t s[4], const char *what, uint64_t *count)
 {
-    TRY(rd_shape(cx, s, what));
+    OKPU_TRY(rd_shape(cx, s, what));
     return chk_shape(cx, s, what, count);
 }
 
@@ -408,22 +401,22 @@ static int no_overlap(v4_cx *cx, const v4_node *n)
 
 static int rd_window(v4_cx *cx, okpu_v4_window *w)
 {
-    TRY(rd_i32(cx, &w->pad_h_before, "padding_h.before"));
-    TRY(rd_i32(cx, &w->pad_h_after, "padding_h.after"));
-    TRY(rd_i32(cx, &w->pad_w_before, "padding_w.before"));
-    TRY(rd_i32(cx, &w->pad_w_after, "padding_w.after"));
-    TRY(rd_i32(cx, &w->filter_h, "filter_h"));
-    TRY(rd_i32(cx, &w->filter_w, "filter_w"));
-    TRY(rd_i32(cx, &w->stride_h, "stride_h"));
-    TRY(rd_i32(cx, &w->stride_w, "stride_w"));
-    TRY(rd_i32(cx, &w->dilation_h, "dilation_h"));
-    TRY(rd_i32(cx, &w->dilation_w, "dilation_w"));
-    TRY(chk_positive(cx, w->filter_h, V4_MAX_WINDOW, "filter_h"));
-    TRY(chk_positive(cx, w->filter_w, V4_MAX_WINDOW, "filter_w"));
-    TRY(chk_positive(cx, w->stride_h, V4_MAX_WINDOW, "stride_h"));
-    TRY(chk_positive(cx, w->stride_w, V4_MAX_WINDOW, "stride_w"));
-    TRY(chk_positive(cx, w->dilation_h, V4_MAX_WINDOW, "dilation_h"));
-    TRY(chk_positive(cx, w->dilation_w, V4_MAX_WINDOW, "dilation_w"));
+    OKPU_TRY(rd_i32(cx, &w->pad_h_before, "padding_h.before"));
+    OKPU_TRY(rd_i32(cx, &w->pad_h_after, "padding_h.after"));
+    OKPU_TRY(rd_i32(cx, &w->pad_w_before, "padding_w.before"));
+    OKPU_TRY(rd_i32(cx, &w->pad_w_after, "padding_w.after"));
+    OKPU_TRY(rd_i32(cx, &w->filter_h, "filter_h"));
+    OKPU_TRY(rd_i32(cx, &w->filter_w, "filter_w"));
+    OKPU_TRY(rd_i32(cx, &w->stride_h, "stride_h"));
+    OKPU_TRY(rd_i32(cx, &w->stride_w, "stride_w"));
+    OKPU_TRY(rd_i32(cx, &w->dilation_h, "dilation_h"));
+    OKPU_TRY(rd_i32(cx, &w->dilation_w, "dilation_w"));
+    OKPU_TRY(chk_positive(cx, w->filter_h, V4_MAX_WINDOW, "filter_h"));
+    OKPU_TRY(chk_positive(cx, w->filter_w, V4_MAX_WINDOW, "filter_w"));
+    OKPU_TRY(chk_positive(cx, w->stride_h, V4_MAX_WINDOW, "stride_h"));
+    OKPU_TRY(chk_positive(cx, w->stride_w, V4_MAX_WINDOW, "stride_w"));
+    OKPU_TRY(chk_positive(cx, w->dilation_h, V4_MAX_WINDOW, "dilation_h"));
+    OKPU_TRY(chk_positive(cx, w->dilation_w, V4_MAX_WINDOW, "dilation_w"));
     if (w->pad_h_before < -V4_MAX_WINDOW || w->pad_h_before > V4_MAX_WINDOW || w->pad_h_after < -V4_MAX_WINDOW ||
         w->pad_h_after > V4_MAX_WINDOW || w->pad_w_before < -V4_MAX_WINDOW || w->pad_w_before > V4_MAX_WINDOW ||
         w->pad_w_after < -V4_MAX_WINDOW || w->pad_w_after > V4_MAX_WINDOW)
@@ -468,7 +461,7 @@ static uint64_t window_taps(const okpu_v4_window *w)
 
 static int rd_act(v4_cx *cx, float *lo, float *hi)
 {
-    TRY(rd_f32(cx, lo, "fused_activation.min"));
+    OKPU_TRY(rd_f32(cx, lo, "fused_activation.min"));
     return rd_f32(cx, hi, "fused_activation.max");
 }
 
@@ -491,8 +484,8 @@ static const char *const qconv_names[5] = {"input_offset", "filter_offset", "out
 static int rd_qconv(v4_cx *cx, okpu_v4_qconv_params *q)
 {
     int32_t v[5];
-    TRY(rd_i32s(cx, v, 5, qconv_names));
-    TRY(chk_shift(cx, v[3], "output_shift"));
+    OKPU_TRY(rd_i32s(cx, v, 5, qconv_names));
+    OKPU_TRY(chk_shift(cx, v[3], "output_shift"));
     q->input_offset = v[0];
     q->filter_offset = v[1];
     q->output_mul = v[2];
@@ -511,14 +504,14 @@ static int binary_head(v4_cx *cx, v4_node *n, int quant, okpu_v4_binary_args *a)
     unsigned es = quant ? 1u : 4u;
     int dt = quant ? DT_U8 : DT_F32;
     int i;
-    TRY(need(cx, 48 + 4 + 48, "the three memory ranges, binary_op and three shapes"));
+    OKPU_TRY(need(cx, 48 + 4 + 48, "the three memory ranges, binary_op and three shapes"));
     cx->pos = at + 52;
-    TRY(rd_shape(cx, a->sa, "in_a_shape"));
-    TRY(rd_shape(cx, a->sb, "in_b_shape"));
-    TRY(rd_shape(cx, a->so, "out_shape"));
-    TRY(chk_shape(cx, a->sa, "in_a_shape", &ca));
-    TRY(chk_shape(cx, a->sb, "in_b_shape", &cb));
-    TRY(chk_shape(cx, a->so, "out_shape", &co));
+    OKPU_TRY(rd_shape(cx, a->sa, "in_a_shape"));
+    OKPU_TRY(rd_shape(cx, a->sb, "in_b_shape"));
+    OKPU_TRY(rd_shape(cx, a->so, "out_shape"));
+    OKPU_TRY(chk_shape(cx, a->sa, "in_a_shape", &ca));
+    OKPU_TRY(chk_shape(cx, a->sb, "in_b_shape", &cb));
+    OKPU_TRY(chk_shape(cx, a->so, "out_shape", &co));
     for (i = 0; i < 4; i++)
         if ((a->sa[i] != a->so[i] && a->sa[i] != 1) || (a->sb[i] != a->so[i] && a->sb[i] != 1))
             return nfail(cx,
@@ -526,9 +519,9 @@ static int binary_head(v4_cx *cx, v4_node *n, int quant, okpu_v4_binary_args *a)
                          (long)a->sa[0], (long)a->sa[1], (long)a->sa[2], (long)a->sa[3], (long)a->sb[0],
                          (long)a->sb[1], (long)a->sb[2], (long)a->sb[3], (long)a->so[0], (long)a->so[1],
                          (long)a->so[2], (long)a->so[3]);
-    TRY(mr_at(cx, at, &n->in, "input_a", IN_TYPES, dt, ca * es));
-    TRY(mr_at(cx, at + 16, &n->in2, "input_b", IN_TYPES, dt, cb * es));
-    TRY(mr_at(cx, at + 32, &n->out, "output", OUT_TYPES, dt, co * es));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input_a", IN_TYPES, dt, ca * es));
+    OKPU_TRY(mr_at(cx, at + 16, &n->in2, "input_b", IN_TYPES, dt, cb * es));
+    OKPU_TRY(mr_at(cx, at + 32, &n->out, "output", OUT_TYPES, dt, co * es));
     a->op = okpu_rd_i32(cx->body + at + 48);
     if (a->op < 0 || a->op >= V4_BIN_COUNT)
         return nfail_at(cx, at + 52, "binary_op %ld, expected 0..5 (add, sub, mul, div, min, max)", (long)a->op);
@@ -543,7 +536,7 @@ static int d_binary(v4_cx *cx, v4_node *n)
 {
     okpu_v4_binary_args *a;
     NEW_STEP(cx, a, OKPU_STEP_V4_BINARY, 0);
-    TRY(binary_head(cx, n, 0, a));
+    OKPU_TRY(binary_head(cx, n, 0, a));
     return rd_act(cx, &a->lo, &a->hi);
 }
 
@@ -555,11 +548,11 @@ static int d_quantized_binary(v4_cx *cx, v4_node *n)
     okpu_v4_qbinary_args *a;
     int32_t q[9];
     NEW_STEP(cx, a, OKPU_STEP_V4_QUANT_BINARY, 0);
-    TRY(binary_head(cx, n, 1, &a->bin));
-    TRY(rd_i32s(cx, q, 9, names));
-    TRY(chk_shift(cx, q[2], "input_a_shift"));
-    TRY(chk_shift(cx, q[5], "input_b_shift"));
-    TRY(chk_shift(cx, q[8], "output_shift"));
+    OKPU_TRY(binary_head(cx, n, 1, &a->bin));
+    OKPU_TRY(rd_i32s(cx, q, 9, names));
+    OKPU_TRY(chk_shift(cx, q[2], "input_a_shift"));
+    OKPU_TRY(chk_shift(cx, q[5], "input_b_shift"));
+    OKPU_TRY(chk_shift(cx, q[8], "output_shift"));
     a->q.a_offset = q[0];
     a->q.a_mul = q[1];
     a->q.a_shift = q[2];
@@ -579,10 +572,10 @@ static int d_concat(v4_cx *cx, v4_node *n)
     const uint8_t *list;
     uint32_t i, list_at, inner, outer, count;
     uint64_t total = 0;
-    TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, -1, UINT64_MAX));
-    TRY(rd_u32(cx, &inner, "inner_size"));
-    TRY(rd_u32(cx, &outer, "outer_size"));
-    TRY(rd_u32(cx, &count, "inputs_count"));
+    OKPU_TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, -1, UINT64_MAX));
+    OKPU_TRY(rd_u32(cx, &inner, "inner_size"));
+    OKPU_TRY(rd_u32(cx, &outer, "outer_size"));
+    OKPU_TRY(rd_u32(cx, &count, "inputs_count"));
     if (count < 1 || count > V4_MAX_CONCAT)
         return nfail(cx, "inputs_count %lu, expected 1..%u", (unsigned long)count, V4_MAX_CONCAT);
     /* the kernel loops outer x inputs times whatever the sizes: a zero inner size with a huge outer size is an empty
@@ -591,7 +584,7 @@ static int d_concat(v4_cx *cx, v4_node *n)
         return nfail(cx, "inner_size %lu, outer_size %lu: both must be >= 1", (unsigned long)inner,
                      (unsigned long)outer);
     list_at = cx->pos;
-    TRY(rd_span(cx, &list, (uint64_t)count * 20u, "the concat input ranges and dims"));
+    OKPU_TRY(rd_span(cx, &list, (uint64_t)count * 20u, "the concat input ranges and dims"));
     /* the tail (a pointer and a dim per input) is paid for by the 20 bytes each input takes in the body */
     NEW_STEP(cx, a, OKPU_STEP_V4_CONCAT, (size_t)count * (sizeof(const uint8_t *) + sizeof(int32_t)));
     a->inputs = (const uint8_t **)(void *)(a + 1);
@@ -608,7 +601,7 @@ static int d_concat(v4_cx *cx, v4_node *n)
             return nfail_at(cx, dim_at, "input %lu: inner_size %lu x dims %ld x outer_size %lu exceeds %llu bytes",
                             (unsigned long)i, (unsigned long)inner, (long)dim, (unsigned long)outer,
                             (unsigned long long)OKPU_SIZE_LIMIT);
-        TRY(mr_at(cx, mr_pos, &r, "a concat input", IN_TYPES, (int)n->out.dtype, need_bytes));
+        OKPU_TRY(mr_at(cx, mr_pos, &r, "a concat input", IN_TYPES, (int)n->out.dtype, need_bytes));
         if (r.type == MT_MAIN && okpu_ranges_overlap(r.start, r.size, n->out.start, n->out.size))
             return nfail_at(cx, mr_pos + 16,
                             "concat input %lu [%lu, %llu) overlaps the output [%lu, %llu) in main memory; concat "
@@ -643,22 +636,22 @@ static int conv_common(v4_cx *cx, v4_node *n, int quant, okpu_v4_conv_args *a)
     int32_t so[4];
     uint32_t at = cx->pos;
     int dt = quant ? DT_U8 : DT_F32;
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
-    TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
-    TRY(rd_i32(cx, &a->groups, "groups"));
-    TRY(rd_i32(cx, &a->out_channels, "out_channels"));
-    TRY(chk_positive(cx, a->groups, V4_MAX_DIM, "groups"));
-    TRY(chk_positive(cx, a->out_channels, V4_MAX_DIM, "out_channels"));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(rd_i32(cx, &a->groups, "groups"));
+    OKPU_TRY(rd_i32(cx, &a->out_channels, "out_channels"));
+    OKPU_TRY(chk_positive(cx, a->groups, V4_MAX_DIM, "groups"));
+    OKPU_TRY(chk_positive(cx, a->out_channels, V4_MAX_DIM, "out_channels"));
     if (a->in_shape[1] % a->groups || a->out_channels % a->groups)
         return nfail(cx, "groups %ld does not divide in channels %ld and out_channels %ld", (long)a->groups,
                      (long)a->in_shape[1], (long)a->out_channels);
-    TRY(rd_window(cx, &a->win));
+    OKPU_TRY(rd_window(cx, &a->win));
     so[0] = a->in_shape[0];
     so[1] = a->out_channels;
-    TRY(window_out(cx, &a->win, a->in_shape[2], a->in_shape[3], &so[2], &so[3]));
-    TRY(chk_shape(cx, so, "output shape", &co));
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, dt, cin * esize((uint32_t)dt)));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, dt, co * esize((uint32_t)dt)));
+    OKPU_TRY(window_out(cx, &a->win, a->in_shape[2], a->in_shape[3], &so[2], &so[3]));
+    OKPU_TRY(chk_shape(cx, so, "output shape", &co));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, dt, cin * esize((uint32_t)dt)));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, dt, co * esize((uint32_t)dt)));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     set_t4(n, (uint32_t)dt, so);
@@ -681,11 +674,11 @@ static int d_conv2d(v4_cx *cx, v4_node *n)
     okpu_v4_conv_args *a;
     uint64_t wb;
     NEW_STEP(cx, a, OKPU_STEP_V4_CONV2D, 0);
-    TRY(conv_common(cx, n, 0, a));
-    TRY(rd_act(cx, &a->lo, &a->hi));
-    TRY(conv_weights(cx, a->out_channels, a->in_shape, a->groups, &a->win, 4, &wb));
-    TRY(rd_span(cx, &a->weights, wb, "weights (oc x ic/groups x filter_h x filter_w float32)"));
-    TRY(rd_span(cx, &a->bias, (uint64_t)a->out_channels * 4u, "bias (out_channels float32)"));
+    OKPU_TRY(conv_common(cx, n, 0, a));
+    OKPU_TRY(rd_act(cx, &a->lo, &a->hi));
+    OKPU_TRY(conv_weights(cx, a->out_channels, a->in_shape, a->groups, &a->win, 4, &wb));
+    OKPU_TRY(rd_span(cx, &a->weights, wb, "weights (oc x ic/groups x filter_h x filter_w float32)"));
+    OKPU_TRY(rd_span(cx, &a->bias, (uint64_t)a->out_channels * 4u, "bias (out_channels float32)"));
     return no_overlap(cx, n);
 }
 
@@ -694,11 +687,11 @@ static int d_quantized_conv2d(v4_cx *cx, v4_node *n)
     okpu_v4_qconv_args *a;
     uint64_t wb;
     NEW_STEP(cx, a, OKPU_STEP_V4_QUANT_CONV2D, 0);
-    TRY(conv_common(cx, n, 1, &a->conv));
-    TRY(rd_qconv(cx, &a->q));
-    TRY(rd_span(cx, &a->conv.bias, (uint64_t)a->conv.out_channels * 4u, "bias (out_channels int32)"));
-    TRY(conv_weights(cx, a->conv.out_channels, a->conv.in_shape, a->conv.groups, &a->conv.win, 1, &wb));
-    TRY(rd_span(cx, &a->conv.weights, wb, "weights (oc x ic/groups x filter_h x filter_w uint8)"));
+    OKPU_TRY(conv_common(cx, n, 1, &a->conv));
+    OKPU_TRY(rd_qconv(cx, &a->q));
+    OKPU_TRY(rd_span(cx, &a->conv.bias, (uint64_t)a->conv.out_channels * 4u, "bias (out_channels int32)"));
+    OKPU_TRY(conv_weights(cx, a->conv.out_channels, a->conv.in_shape, a->conv.groups, &a->conv.win, 1, &wb));
+    OKPU_TRY(rd_span(cx, &a->conv.weights, wb, "weights (oc x ic/groups x filter_h x filter_w uint8)"));
     a->round = cx->m->opts.v4_quant_round;
     return no_overlap(cx, n);
 }
@@ -710,26 +703,26 @@ static int d_conv2d_transpose(v4_cx *cx, v4_node *n)
     uint64_t cin, co, wb;
     uint32_t at = cx->pos;
     NEW_STEP(cx, a, OKPU_STEP_V4_CONV2D_TRANSPOSE, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
-    TRY(rd_shape(cx, a->in_shape, "in_shape"));
-    TRY(rd_shape(cx, a->out_shape, "out_shape"));
-    TRY(chk_shape(cx, a->in_shape, "in_shape", &cin));
-    TRY(chk_shape(cx, a->out_shape, "out_shape", &co));
-    TRY(rd_i32(cx, &a->groups, "groups"));
-    TRY(chk_positive(cx, a->groups, V4_MAX_DIM, "groups"));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(rd_shape(cx, a->in_shape, "in_shape"));
+    OKPU_TRY(rd_shape(cx, a->out_shape, "out_shape"));
+    OKPU_TRY(chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(chk_shape(cx, a->out_shape, "out_shape", &co));
+    OKPU_TRY(rd_i32(cx, &a->groups, "groups"));
+    OKPU_TRY(chk_positive(cx, a->groups, V4_MAX_DIM, "groups"));
     if (a->in_shape[1] % a->groups || a->out_shape[1] % a->groups || a->in_shape[0] != a->out_shape[0])
         return nfail(cx,
                      "groups %ld must divide in channels %ld and out channels %ld, and batches must match (%ld, %ld)",
                      (long)a->groups, (long)a->in_shape[1], (long)a->out_shape[1], (long)a->in_shape[0],
                      (long)a->out_shape[0]);
-    TRY(rd_window(cx, &a->win));
-    TRY(rd_act(cx, &a->lo, &a->hi));
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, cin * 4u));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, co * 4u));
-    TRY(conv_weights(cx, a->out_shape[1], a->in_shape, a->groups, &a->win, 4, &wb));
-    TRY(rd_span(cx, &a->weights, wb, "weights (out_channels x in_channels/groups x filter_h x filter_w float32)"));
+    OKPU_TRY(rd_window(cx, &a->win));
+    OKPU_TRY(rd_act(cx, &a->lo, &a->hi));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, cin * 4u));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, co * 4u));
+    OKPU_TRY(conv_weights(cx, a->out_shape[1], a->in_shape, a->groups, &a->win, 4, &wb));
+    OKPU_TRY(rd_span(cx, &a->weights, wb, "weights (out_channels x in_channels/groups x filter_h x filter_w float32)"));
     /* nncase v0.2 reads the bias but never adds it (kernels/neutral_kernels.h): checked, not passed on */
-    TRY(rd_span(cx, &bias, (uint64_t)a->out_shape[1] * 4u, "bias (out_channels float32)"));
+    OKPU_TRY(rd_span(cx, &bias, (uint64_t)a->out_shape[1] * 4u, "bias (out_channels float32)"));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     set_t4(n, DT_F32, a->out_shape);
@@ -748,14 +741,15 @@ static int quant_common(v4_cx *cx, v4_node *n, int quantize)
     okpu_v4_quant_args *a;
     uint32_t at = cx->pos, count;
     NEW_STEP(cx, a, quantize ? OKPU_STEP_V4_QUANTIZE : OKPU_STEP_V4_DEQUANTIZE, 0);
-    TRY(rd_mr(cx, &n->in, "input", IN_TYPES, quantize ? DT_F32 : DT_U8, UINT64_MAX));
+    OKPU_TRY(rd_mr(cx, &n->in, "input", IN_TYPES, quantize ? DT_F32 : DT_U8, UINT64_MAX));
     if (quantize && n->in.size % 4u)
         return nfail_at(cx, at, "float32 input of %lu bytes is not a whole number of floats",
                         (unsigned long)n->in.size);
     count = quantize ? n->in.size / 4u : n->in.size;
-    TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, quantize ? DT_U8 : DT_F32, quantize ? count : (uint64_t)count * 4u));
-    TRY(rd_i32(cx, &a->zero_point, "quant_param.zero_point"));
-    TRY(rd_f32(cx, &a->scale, "quant_param.scale"));
+    OKPU_TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, quantize ? DT_U8 : DT_F32,
+                   quantize ? count : (uint64_t)count * 4u));
+    OKPU_TRY(rd_i32(cx, &a->zero_point, "quant_param.zero_point"));
+    OKPU_TRY(rd_f32(cx, &a->scale, "quant_param.scale"));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     a->count = count;
@@ -779,20 +773,20 @@ static int matmul_common(v4_cx *cx, v4_node *n, int quant, okpu_v4_matmul_args *
     uint32_t at = cx->pos;
     unsigned es = quant ? 1u : 4u;
     int dt = quant ? DT_U8 : DT_F32;
-    TRY(skip_ranges(cx, 3, "three memory ranges"));
-    TRY(rd_i32(cx, &a->rows, "a_rows"));
-    TRY(rd_i32(cx, &a->cols, "a_cols"));
-    TRY(rd_i32(cx, &a->b_cols, "b_cols"));
-    TRY(chk_positive(cx, a->rows, V4_MAX_DIM, "a_rows"));
-    TRY(chk_positive(cx, a->cols, V4_MAX_DIM, "a_cols"));
-    TRY(chk_positive(cx, a->b_cols, V4_MAX_DIM, "b_cols"));
+    OKPU_TRY(skip_ranges(cx, 3, "three memory ranges"));
+    OKPU_TRY(rd_i32(cx, &a->rows, "a_rows"));
+    OKPU_TRY(rd_i32(cx, &a->cols, "a_cols"));
+    OKPU_TRY(rd_i32(cx, &a->b_cols, "b_cols"));
+    OKPU_TRY(chk_positive(cx, a->rows, V4_MAX_DIM, "a_rows"));
+    OKPU_TRY(chk_positive(cx, a->cols, V4_MAX_DIM, "a_cols"));
+    OKPU_TRY(chk_positive(cx, a->b_cols, V4_MAX_DIM, "b_cols"));
     if ((uint64_t)a->rows * a->cols > V4_MAX_ELEMS || (uint64_t)a->cols * a->b_cols > V4_MAX_ELEMS ||
         (uint64_t)a->rows * a->b_cols > V4_MAX_ELEMS)
         return nfail(cx, "matrices %ldx%ld by %ldx%ld exceed 2^30 elements", (long)a->rows, (long)a->cols,
                      (long)a->cols, (long)a->b_cols);
-    TRY(mr_at(cx, at, &n->in, "input_a", IN_TYPES, dt, (uint64_t)a->rows * a->cols * es));
-    TRY(mr_at(cx, at + 16, &n->in2, "input_b", IN_TYPES, dt, (uint64_t)a->cols * a->b_cols * es));
-    TRY(mr_at(cx, at + 32, &n->out, "output", OUT_TYPES, dt, (uint64_t)a->rows * a->b_cols * es));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input_a", IN_TYPES, dt, (uint64_t)a->rows * a->cols * es));
+    OKPU_TRY(mr_at(cx, at + 16, &n->in2, "input_b", IN_TYPES, dt, (uint64_t)a->cols * a->b_cols * es));
+    OKPU_TRY(mr_at(cx, at + 32, &n->out, "output", OUT_TYPES, dt, (uint64_t)a->rows * a->b_cols * es));
     a->a = src_ptr(cx, &n->in);
     a->b = src_ptr(cx, &n->in2);
     a->out = dst_ptr(cx, &n->out);
@@ -808,9 +802,9 @@ static int d_matmul(v4_cx *cx, v4_node *n)
 {
     okpu_v4_matmul_args *a;
     NEW_STEP(cx, a, OKPU_STEP_V4_MATMUL, 0);
-    TRY(matmul_common(cx, n, 0, a));
-    TRY(rd_act(cx, &a->lo, &a->hi));
-    TRY(rd_span(cx, &a->bias, (uint64_t)a->b_cols * 4u, "bias (b_cols float32)"));
+    OKPU_TRY(matmul_common(cx, n, 0, a));
+    OKPU_TRY(rd_act(cx, &a->lo, &a->hi));
+    OKPU_TRY(rd_span(cx, &a->bias, (uint64_t)a->b_cols * 4u, "bias (b_cols float32)"));
     return no_overlap(cx, n);
 }
 
@@ -821,10 +815,10 @@ static int d_quantized_matmul(v4_cx *cx, v4_node *n)
     okpu_v4_qmatmul_args *a;
     int32_t q[5];
     NEW_STEP(cx, a, OKPU_STEP_V4_QUANT_MATMUL, 0);
-    TRY(matmul_common(cx, n, 1, &a->mm));
-    TRY(rd_i32s(cx, q, 5, names));
-    TRY(chk_shift(cx, q[3], "output_shift"));
-    TRY(rd_span(cx, &a->mm.bias, (uint64_t)a->mm.b_cols * 4u, "bias (b_cols int32)"));
+    OKPU_TRY(matmul_common(cx, n, 1, &a->mm));
+    OKPU_TRY(rd_i32s(cx, q, 5, names));
+    OKPU_TRY(chk_shift(cx, q[3], "output_shift"));
+    OKPU_TRY(rd_span(cx, &a->mm.bias, (uint64_t)a->mm.b_cols * 4u, "bias (b_cols int32)"));
     a->a_offset = q[0];
     a->b_offset = q[1];
     a->out_mul = q[2];
@@ -840,8 +834,8 @@ static int d_quantized_matmul(v4_cx *cx, v4_node *n)
 static int reshape_io(v4_cx *cx, v4_node *n, uint32_t at, uint32_t dt, uint64_t in_count, uint64_t out_count,
                       const int32_t so[4], const uint8_t **in, uint8_t **out, uint32_t *elem_size)
 {
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, -1, in_count * esize(dt)));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, (int)dt, out_count * esize(dt)));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, -1, in_count * esize(dt)));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, (int)dt, out_count * esize(dt)));
     *in = src_ptr(cx, &n->in);
     *out = dst_ptr(cx, &n->out);
     *elem_size = esize(n->in.dtype);
@@ -857,11 +851,11 @@ static int d_pad(v4_cx *cx, v4_node *n)
     int32_t so[4];
     int i;
     NEW_STEP(cx, a, OKPU_STEP_V4_PAD, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
     dt = dtype_at(cx, at);
-    TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
     for (i = 0; i < 8; i++)
-        TRY(rd_i32(cx, &a->paddings[i], "paddings"));
+        OKPU_TRY(rd_i32(cx, &a->paddings[i], "paddings"));
     for (i = 0; i < 4; i++) {
         int32_t before = a->paddings[2 * i], after = a->paddings[2 * i + 1];
         int64_t d = (int64_t)a->in_shape[i] + before + after;
@@ -871,8 +865,8 @@ static int d_pad(v4_cx *cx, v4_node *n)
                          (long)after, i, (long)a->in_shape[i], (long long)d);
         so[i] = (int32_t)d;
     }
-    TRY(chk_shape(cx, so, "padded shape", &co));
-    TRY(need(cx, 8, "pad_value (scalar: datatype + 4 bytes)"));
+    OKPU_TRY(chk_shape(cx, so, "padded shape", &co));
+    OKPU_TRY(need(cx, 8, "pad_value (scalar: datatype + 4 bytes)"));
     memcpy(a->value, cx->body + cx->pos + 4, 4);
     cx->pos += 8;
     return reshape_io(cx, n, at, dt, cin, co, so, &a->in, &a->out, &a->elem_size);
@@ -880,7 +874,7 @@ static int d_pad(v4_cx *cx, v4_node *n)
 
 static int rd_reduce_op(v4_cx *cx, int32_t *op)
 {
-    TRY(rd_i32(cx, op, "reduce_op"));
+    OKPU_TRY(rd_i32(cx, op, "reduce_op"));
     if (*op < 0 || *op >= V4_RED_COUNT)
         return nfail(cx, "reduce_op %ld, expected 0..3 (mean, min, max, sum)", (long)*op);
     return OKPU_OK;
@@ -893,19 +887,19 @@ static int d_reduce(v4_cx *cx, v4_node *n)
     uint32_t at = cx->pos;
     int i;
     NEW_STEP(cx, a, OKPU_STEP_V4_REDUCE, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
-    TRY(rd_reduce_op(cx, &a->op));
-    TRY(rd_shape(cx, a->in_shape, "in_shape"));
-    TRY(rd_shape(cx, a->out_shape, "out_shape"));
-    TRY(chk_shape(cx, a->in_shape, "in_shape", &cin));
-    TRY(chk_shape(cx, a->out_shape, "out_shape", &co));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(rd_reduce_op(cx, &a->op));
+    OKPU_TRY(rd_shape(cx, a->in_shape, "in_shape"));
+    OKPU_TRY(rd_shape(cx, a->out_shape, "out_shape"));
+    OKPU_TRY(chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(chk_shape(cx, a->out_shape, "out_shape", &co));
     for (i = 0; i < 4; i++)
         if (a->out_shape[i] != a->in_shape[i] && a->out_shape[i] != 1)
             return nfail(cx, "out_shape dimension %d is %ld; expected %ld or 1", i, (long)a->out_shape[i],
                          (long)a->in_shape[i]);
-    TRY(rd_f32(cx, &a->init, "init_value"));
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, cin * 4u));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, co * 4u));
+    OKPU_TRY(rd_f32(cx, &a->init, "init_value"));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, cin * 4u));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, co * 4u));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     set_t4(n, DT_F32, a->out_shape);
@@ -921,13 +915,13 @@ static int reduce_window(v4_cx *cx, v4_node *n, int nhwc)
     uint32_t at = cx->pos;
     int32_t oh, ow, so[4];
     NEW_STEP(cx, a, nhwc ? OKPU_STEP_V4_CPU_REDUCE_WINDOW2D : OKPU_STEP_V4_REDUCE_WINDOW2D, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
-    TRY(rd_reduce_op(cx, &a->op));
-    TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
-    TRY(rd_window(cx, &a->win));
-    TRY(rd_f32(cx, &a->init, "init_value"));
-    TRY(rd_act(cx, &a->lo, &a->hi));
-    TRY(window_out(cx, &a->win, a->in_shape[nhwc ? 1 : 2], a->in_shape[nhwc ? 2 : 3], &oh, &ow));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(rd_reduce_op(cx, &a->op));
+    OKPU_TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(rd_window(cx, &a->win));
+    OKPU_TRY(rd_f32(cx, &a->init, "init_value"));
+    OKPU_TRY(rd_act(cx, &a->lo, &a->hi));
+    OKPU_TRY(window_out(cx, &a->win, a->in_shape[nhwc ? 1 : 2], a->in_shape[nhwc ? 2 : 3], &oh, &ow));
     so[0] = a->in_shape[0];
     if (nhwc) {
         so[1] = oh;
@@ -938,9 +932,9 @@ static int reduce_window(v4_cx *cx, v4_node *n, int nhwc)
         so[2] = oh;
         so[3] = ow;
     }
-    TRY(chk_shape(cx, so, "output shape", &co));
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, cin * 4u));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, co * 4u));
+    OKPU_TRY(chk_shape(cx, so, "output shape", &co));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, cin * 4u));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, co * 4u));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     if (nhwc) {
@@ -968,8 +962,8 @@ static int d_memory_copy(v4_cx *cx, v4_node *n)
 {
     okpu_v4_copy_args *a;
     NEW_STEP(cx, a, OKPU_STEP_V4_MEMORY_COPY, 0);
-    TRY(rd_mr(cx, &n->in, "input", IN_TYPES, -1, UINT64_MAX));
-    TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, -1, n->in.size));
+    OKPU_TRY(rd_mr(cx, &n->in, "input", IN_TYPES, -1, UINT64_MAX));
+    OKPU_TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, -1, n->in.size));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     a->bytes = (size_t)(n->in.size / 4u) * 4u; /* nncase copies input.size()/4 floats */
@@ -985,24 +979,24 @@ static int d_resize_image(v4_cx *cx, v4_node *n)
     uint32_t at = cx->pos, dt;
     int32_t so[4];
     NEW_STEP(cx, a, OKPU_STEP_V4_RESIZE, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
     dt = dtype_at(cx, at);
-    TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
-    TRY(rd_i32(cx, &a->out_h, "out_h"));
-    TRY(rd_i32(cx, &a->out_w, "out_w"));
-    TRY(chk_positive(cx, a->out_h, V4_MAX_DIM, "out_h"));
-    TRY(chk_positive(cx, a->out_w, V4_MAX_DIM, "out_w"));
-    TRY(rd_i32(cx, &a->mode, "mode"));
+    OKPU_TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(rd_i32(cx, &a->out_h, "out_h"));
+    OKPU_TRY(rd_i32(cx, &a->out_w, "out_w"));
+    OKPU_TRY(chk_positive(cx, a->out_h, V4_MAX_DIM, "out_h"));
+    OKPU_TRY(chk_positive(cx, a->out_w, V4_MAX_DIM, "out_w"));
+    OKPU_TRY(rd_i32(cx, &a->mode, "mode"));
     if (a->mode != 0 && a->mode != 1)
         return nfail(cx, "resize mode %ld, expected 0 (bilinear) or 1 (nearest neighbor)", (long)a->mode);
-    TRY(need(cx, 4, "align_corners (bool + 3 bytes of struct padding)"));
+    OKPU_TRY(need(cx, 4, "align_corners (bool + 3 bytes of struct padding)"));
     a->align_corners = cx->body[cx->pos] != 0;
     cx->pos += 4;
     so[0] = a->in_shape[0];
     so[1] = a->in_shape[1];
     so[2] = a->out_h;
     so[3] = a->out_w;
-    TRY(chk_shape(cx, so, "output shape", &co));
+    OKPU_TRY(chk_shape(cx, so, "output shape", &co));
     return reshape_io(cx, n, at, dt, cin, co, so, &a->in, &a->out, &a->elem_size);
 }
 
@@ -1012,17 +1006,17 @@ static int d_softmax(v4_cx *cx, v4_node *n)
     uint32_t at = cx->pos;
     uint64_t c;
     NEW_STEP(cx, a, OKPU_STEP_V4_SOFTMAX, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
-    TRY(rd_i32(cx, &a->inner, "inner_size"));
-    TRY(rd_i32(cx, &a->outer, "outer_size"));
-    TRY(chk_positive(cx, a->inner, V4_MAX_DIM, "inner_size"));
-    TRY(chk_positive(cx, a->outer, V4_MAX_DIM, "outer_size"));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(rd_i32(cx, &a->inner, "inner_size"));
+    OKPU_TRY(rd_i32(cx, &a->outer, "outer_size"));
+    OKPU_TRY(chk_positive(cx, a->inner, V4_MAX_DIM, "inner_size"));
+    OKPU_TRY(chk_positive(cx, a->outer, V4_MAX_DIM, "outer_size"));
     c = (uint64_t)a->inner * (uint64_t)a->outer;
     if (c > V4_MAX_ELEMS)
         return nfail(cx, "inner_size x outer_size exceeds 2^30 elements");
-    TRY(rd_f32(cx, &a->beta, "beta"));
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, c * 4u));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, c * 4u));
+    OKPU_TRY(rd_f32(cx, &a->beta, "beta"));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_F32, c * 4u));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, DT_F32, c * 4u));
     a->in = src_ptr(cx, &n->in);
     a->out = dst_ptr(cx, &n->out);
     set_t_like(cx, n, &n->in, DT_F32, (uint32_t)c);
@@ -1038,10 +1032,10 @@ static int d_transpose(v4_cx *cx, v4_node *n)
     int32_t so[4];
     int i, seen = 0;
     NEW_STEP(cx, a, OKPU_STEP_V4_TRANSPOSE, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
     dt = dtype_at(cx, at);
-    TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
-    TRY(rd_shape(cx, a->perm, "perm"));
+    OKPU_TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(rd_shape(cx, a->perm, "perm"));
     for (i = 0; i < 4; i++) {
         if (a->perm[i] < 0 || a->perm[i] > 3 || (seen & (1 << a->perm[i])))
             return nfail(cx, "perm [%ld, %ld, %ld, %ld] is not a permutation of 0..3", (long)a->perm[0],
@@ -1060,14 +1054,14 @@ static int d_strided_slice(v4_cx *cx, v4_node *n)
     int32_t so[4], masks;
     int i;
     NEW_STEP(cx, a, OKPU_STEP_V4_STRIDED_SLICE, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
     dt = dtype_at(cx, at);
-    TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
-    TRY(rd_shape(cx, a->begin, "begin"));
-    TRY(rd_shape(cx, a->end, "end"));
-    TRY(rd_shape(cx, a->strides, "strides"));
+    OKPU_TRY(rd_chk_shape(cx, a->in_shape, "in_shape", &cin));
+    OKPU_TRY(rd_shape(cx, a->begin, "begin"));
+    OKPU_TRY(rd_shape(cx, a->end, "end"));
+    OKPU_TRY(rd_shape(cx, a->strides, "strides"));
     for (i = 0; i < 5; i++) /* ignored, as nncase does */
-        TRY(rd_i32(cx, &masks, "begin/end/ellipsis/new_axis/shrink_axis mask"));
+        OKPU_TRY(rd_i32(cx, &masks, "begin/end/ellipsis/new_axis/shrink_axis mask"));
     for (i = 0; i < 4; i++) {
         int64_t b = a->begin[i], e = a->end[i], s = a->strides[i], cnt, last;
         if (s == 0)
@@ -1091,9 +1085,9 @@ static int d_unary(v4_cx *cx, v4_node *n)
 {
     okpu_v4_unary_args *a;
     NEW_STEP(cx, a, OKPU_STEP_V4_UNARY, 0);
-    TRY(rd_mr(cx, &n->in, "input", IN_TYPES, DT_F32, UINT64_MAX));
-    TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, DT_F32, n->in.size));
-    TRY(rd_i32(cx, &a->op, "unary_op"));
+    OKPU_TRY(rd_mr(cx, &n->in, "input", IN_TYPES, DT_F32, UINT64_MAX));
+    OKPU_TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, DT_F32, n->in.size));
+    OKPU_TRY(rd_i32(cx, &a->op, "unary_op"));
     if (a->op < 0 || a->op >= V4_UN_COUNT)
         return nfail(cx, "unary_op %ld, expected 0..9 (abs, ceil, cos, exp, floor, log, neg, rsqrt, sin, square)",
                      (long)a->op);
@@ -1111,8 +1105,8 @@ static int d_nnil_unary_method(v4_cx *cx, v4_node *n)
     const char *why = "";
     uint32_t start;
     NEW_STEP(cx, a, OKPU_STEP_V4_NNIL, 0);
-    TRY(rd_mr(cx, &n->in, "input", IN_TYPES, DT_F32, UINT64_MAX));
-    TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, DT_F32, n->in.size));
+    OKPU_TRY(rd_mr(cx, &n->in, "input", IN_TYPES, DT_F32, UINT64_MAX));
+    OKPU_TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, DT_F32, n->in.size));
     /* the program is the rest of the body (nncase read_avail); zero padding decodes as nop. It stays in the file. */
     start = cx->pos; /* after the two ranges: 32; rd_mr guarantees avail >= start */
     a->program = cx->body + start;
@@ -1132,9 +1126,9 @@ static int d_table_lookup1d(v4_cx *cx, v4_node *n)
 {
     okpu_v4_lookup_args *a;
     NEW_STEP(cx, a, OKPU_STEP_V4_TABLE_LOOKUP1D, 0);
-    TRY(rd_mr(cx, &n->in, "input", IN_TYPES, DT_U8, UINT64_MAX));
-    TRY(rd_mr(cx, &n->in2, "table", IN_TYPES, DT_U8, 256u));
-    TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, DT_U8, n->in.size));
+    OKPU_TRY(rd_mr(cx, &n->in, "input", IN_TYPES, DT_U8, UINT64_MAX));
+    OKPU_TRY(rd_mr(cx, &n->in2, "table", IN_TYPES, DT_U8, 256u));
+    OKPU_TRY(rd_mr(cx, &n->out, "output", OUT_TYPES, DT_U8, n->in.size));
     a->in = src_ptr(cx, &n->in);
     a->table = src_ptr(cx, &n->in2);
     a->out = dst_ptr(cx, &n->out);
@@ -1153,33 +1147,33 @@ static int cpu_conv(v4_cx *cx, v4_node *n, int depthwise, okpu_v4_conv_args *c, 
     uint32_t at = cx->pos;
     int32_t so[4];
     int dt = q ? DT_U8 : DT_F32;
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
-    TRY(rd_chk_shape(cx, c->in_shape, "in_shape (NHWC)", &cin));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(rd_chk_shape(cx, c->in_shape, "in_shape (NHWC)", &cin));
     if (!depthwise) {
-        TRY(rd_i32(cx, &c->out_channels, "out_channels"));
-        TRY(chk_positive(cx, c->out_channels, V4_MAX_DIM, "out_channels"));
+        OKPU_TRY(rd_i32(cx, &c->out_channels, "out_channels"));
+        OKPU_TRY(chk_positive(cx, c->out_channels, V4_MAX_DIM, "out_channels"));
     } else {
         c->out_channels = c->in_shape[3];
     }
-    TRY(rd_window(cx, &c->win));
+    OKPU_TRY(rd_window(cx, &c->win));
     so[0] = c->in_shape[0];
-    TRY(window_out(cx, &c->win, c->in_shape[1], c->in_shape[2], &so[1], &so[2]));
+    OKPU_TRY(window_out(cx, &c->win, c->in_shape[1], c->in_shape[2], &so[1], &so[2]));
     so[3] = c->out_channels;
-    TRY(chk_shape(cx, so, "output shape (NHWC)", &co));
+    OKPU_TRY(chk_shape(cx, so, "output shape (NHWC)", &co));
     if (q) {
-        TRY(rd_qconv(cx, &q->q));
+        OKPU_TRY(rd_qconv(cx, &q->q));
         q->round = cx->m->opts.v4_quant_round;
     } else {
-        TRY(rd_act(cx, &c->lo, &c->hi));
+        OKPU_TRY(rd_act(cx, &c->lo, &c->hi));
     }
-    TRY(span_size(cx, "weights (filter_h x filter_w x in_channels x out_channels)", q ? 1u : 4u,
-                  (uint64_t)c->win.filter_h, (uint64_t)c->win.filter_w, (uint64_t)c->in_shape[3],
-                  depthwise ? 1u : (uint64_t)c->out_channels, &wcount));
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, dt, cin * esize((uint32_t)dt)));
-    TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, dt, co * esize((uint32_t)dt)));
+    OKPU_TRY(span_size(cx, "weights (filter_h x filter_w x in_channels x out_channels)", q ? 1u : 4u,
+                       (uint64_t)c->win.filter_h, (uint64_t)c->win.filter_w, (uint64_t)c->in_shape[3],
+                       depthwise ? 1u : (uint64_t)c->out_channels, &wcount));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, dt, cin * esize((uint32_t)dt)));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", OUT_TYPES, dt, co * esize((uint32_t)dt)));
     /* float bodies: weights then bias; quantized bodies too (cpu_ops_body.h: weights, then bias) */
-    TRY(rd_span(cx, &c->weights, wcount, "weights"));
-    TRY(rd_span(cx, &c->bias, (uint64_t)c->out_channels * 4u, "bias"));
+    OKPU_TRY(rd_span(cx, &c->weights, wcount, "weights"));
+    OKPU_TRY(rd_span(cx, &c->bias, (uint64_t)c->out_channels * 4u, "bias"));
     c->in = src_ptr(cx, &n->in);
     c->out = dst_ptr(cx, &n->out);
     set_t(n, (uint32_t)dt, so[0], so[3], so[1], so[2]);
@@ -1227,15 +1221,15 @@ static int d_kpu_upload(v4_cx *cx, v4_node *n)
     uint64_t cin, rows;
     uint32_t at = cx->pos, per;
     NEW_STEP(cx, a, OKPU_STEP_KPU_UPLOAD, 0);
-    TRY(skip_ranges(cx, 2, "input and output memory ranges"));
-    TRY(rd_chk_shape(cx, sa, "in_shape", &cin));
+    OKPU_TRY(skip_ranges(cx, 2, "input and output memory ranges"));
+    OKPU_TRY(rd_chk_shape(cx, sa, "in_shape", &cin));
     if (sa[1] > 1024 || sa[2] > 256 || sa[3] > 512)
         return nfail(cx, "in_shape [%ld, %ld, %ld, %ld] exceeds the KPU's limits (C <= 1024, H <= 256, W <= 512)",
                      (long)sa[0], (long)sa[1], (long)sa[2], (long)sa[3]);
     per = okpu_kpu_layout_rows((uint32_t)sa[3], (uint32_t)sa[2], (uint32_t)sa[1]);
     rows = (uint64_t)sa[0] * per;
-    TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_U8, cin));
-    TRY(mr_at(cx, at + 16, &n->out, "output", 1u << MT_KPU, DT_U8, UINT64_MAX));
+    OKPU_TRY(mr_at(cx, at, &n->in, "input", IN_TYPES, DT_U8, cin));
+    OKPU_TRY(mr_at(cx, at + 16, &n->out, "output", 1u << MT_KPU, DT_U8, UINT64_MAX));
     if (n->out.start % 64u)
         return nfail_at(cx, at + 16, "KPU output start %lu is not a multiple of 64 (a KPU row)",
                         (unsigned long)n->out.start);
@@ -1266,7 +1260,7 @@ static int skip_padding(v4_cx *cx, uint32_t count, const char *field, const char
 {
     if (count > cx->avail)
         return nfail(cx, "%s padding count %lu is larger than the body", field, (unsigned long)count);
-    TRY(need(cx, count, what));
+    OKPU_TRY(need(cx, count, what));
     cx->pos += count;
     return OKPU_OK;
 }
@@ -1281,19 +1275,19 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
     uint64_t map_out;
     NEW_STEP(cx, a, OKPU_STEP_KPU_CONV, 0);
     k = &a->job.args;
-    TRY(need(cx, 16, "main_mem_output"));
+    OKPU_TRY(need(cx, 16, "main_mem_output"));
     mr_decode(cx->body + cx->pos, &n->out);
     if (n->out.size == 0) /* no main-memory output: nncase writes an empty (const, 0-byte) range */
         cx->pos += 16;
     else
-        TRY(rd_mr(cx, &n->out, "main_mem_output", OUT_TYPES, DT_U8, UINT64_MAX));
-    TRY(rd_i32(cx, &batches, "batches"));
-    TRY(chk_positive(cx, batches, V4_MAX_BATCHES, "batches"));
-    TRY(rd_i32(cx, &reserved, "reserved0"));
+        OKPU_TRY(rd_mr(cx, &n->out, "main_mem_output", OUT_TYPES, DT_U8, UINT64_MAX));
+    OKPU_TRY(rd_i32(cx, &batches, "batches"));
+    OKPU_TRY(chk_positive(cx, batches, V4_MAX_BATCHES, "batches"));
+    OKPU_TRY(rd_i32(cx, &reserved, "reserved0"));
     at_args = cx->pos;
-    TRY(rd_span(cx, &a->job.raw_args, KPU_ARGS_BYTES, "the 96-byte kpu_layer_argument_t"));
+    OKPU_TRY(rd_span(cx, &a->job.raw_args, KPU_ARGS_BYTES, "the 96-byte kpu_layer_argument_t"));
     okpu_kpu_args_decode(a->job.raw_args, k);
-    TRY(okpu_kpu_args_check(k, cx->idx, (long)(cx->body_off + at_args), cx->err));
+    OKPU_TRY(okpu_kpu_args_check(k, cx->idx, (long)(cx->body_off + at_args), cx->err));
     a->in_rows = okpu_kpu_layout_rows(k->in_width, k->in_height, k->in_channels);
     a->out_rows = okpu_kpu_layout_rows(k->out_width, k->out_height, k->out_channels);
     if ((uint64_t)k->image_src_addr + (uint64_t)a->in_rows * batches > OKPU_KPU_RAM_ROWS ||
@@ -1309,14 +1303,15 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
                         (unsigned long)n->out.size, (long)batches, (unsigned long)k->out_channels,
                         (unsigned long)k->out_height, (unsigned long)k->out_width,
                         (unsigned long long)(map_out * (uint64_t)batches));
-    TRY(skip_padding(cx, k->bwsx_base_addr, "bwsx_base_addr",
-                     "padding before the batch-norm table (bwsx_base_addr bytes)"));
-    TRY(rd_span(cx, &a->job.bn, (uint64_t)okpu_kpu_bn_bytes(k), "the batch-norm table (8 bytes x out channels)"));
-    TRY(skip_padding(cx, k->active_addr, "active_addr", "padding before the activation table (active_addr bytes)"));
-    TRY(rd_span(cx, &a->job.act, KPU_ACT_TABLE_BYTES, "the 144-byte activation table"));
-    TRY(skip_padding(cx, k->para_start_addr, "para_start_addr",
-                     "padding before the weights (para_start_addr bytes)"));
-    TRY(rd_span(cx, &a->job.weights, (uint64_t)okpu_kpu_weights_bytes(k, 1), "the u8 weights"));
+    OKPU_TRY(skip_padding(cx, k->bwsx_base_addr, "bwsx_base_addr",
+                          "padding before the batch-norm table (bwsx_base_addr bytes)"));
+    OKPU_TRY(rd_span(cx, &a->job.bn, (uint64_t)okpu_kpu_bn_bytes(k), "the batch-norm table (8 bytes x out channels)"));
+    OKPU_TRY(skip_padding(cx, k->active_addr, "active_addr",
+                          "padding before the activation table (active_addr bytes)"));
+    OKPU_TRY(rd_span(cx, &a->job.act, KPU_ACT_TABLE_BYTES, "the 144-byte activation table"));
+    OKPU_TRY(skip_padding(cx, k->para_start_addr, "para_start_addr",
+                          "padding before the weights (para_start_addr bytes)"));
+    OKPU_TRY(rd_span(cx, &a->job.weights, (uint64_t)okpu_kpu_weights_bytes(k, 1), "the u8 weights"));
     a->job.eight_bit = 1;
     a->job.layer = cx->idx;
     a->job.main_out = n->out.size ? OKPU_MAIN(cx->m, n->out.start) : NULL;
@@ -1585,7 +1580,7 @@ static int v4_decode(okpu_model *m, okpu_error *err)
     cx.err = err;
     cx.const_off = KMODEL_V4_HEADER_BYTES + 32u * ninputs + 16u * noutputs;
     cx.const_size = okpu_rd_u32(d + 16);
-    TRY(okpu_model_alloc_layers(m, (int)nodes, err));
+    OKPU_TRY(okpu_model_alloc_layers(m, (int)nodes, err));
 
     for (i = 0; i < nodes; i++) {
         uint64_t hdr = table + 8u * i;
@@ -1631,7 +1626,7 @@ static int v4_decode(okpu_model *m, okpu_error *err)
         cx.avail = (uint64_t)bsz <= m->size - off ? bsz : (uint32_t)(m->size - off);
         cx.pos = 0;
         memset(&n, 0, sizeof n);
-        TRY(op->decode(&cx, &n));
+        OKPU_TRY(op->decode(&cx, &n));
 
         I->work = n.work ? n.work : out_elems(&n);
         L->out.t = n.t;

@@ -122,13 +122,6 @@ static void free_file(okpu_model *m, v5_file *f)
     }
 }
 
-#define TRY(x)                                                                                                        \
-    do {                                                                                                              \
-        int rc_ = (x);                                                                                                \
-        if (rc_ != OKPU_OK)                                                                                           \
-            return rc_;                                                                                               \
-    } while (0)
-
 /* `need` bytes at `at` must lie inside [lo, hi) (a module or function blob inside the file). */
 static int need(const v5_cx *cx, uint64_t at, uint64_t bytes, uint64_t hi, const char *what, const char *inside)
 {
@@ -151,7 +144,7 @@ static int parse_descs(const v5_cx *cx, const v5_module *mod, uint32_t mi, uint3
         const char *kind = group ? "output" : "input";
         for (k = 0; k < count; k++) { /* the ranges */
             v5_io *io = &fn->io[first + k];
-            TRY(need(cx, pos, V5_RANGE_BYTES, end, "a function's memory_range", "its function blob"));
+            OKPU_TRY(need(cx, pos, V5_RANGE_BYTES, end, "a function's memory_range", "its function blob"));
             io->r.loc = d[pos];
             io->r.dt = d[pos + 1];
             io->r.shared_module = (uint16_t)(d[pos + 2] | (d[pos + 3] << 8));
@@ -182,7 +175,7 @@ static int parse_descs(const v5_cx *cx, const v5_module *mod, uint32_t mi, uint3
             v5_io *io = &fn->io[first + k];
             uint64_t elems = 1;
             uint32_t r;
-            TRY(need(cx, pos, 4, end, "a shape's rank", "its function blob"));
+            OKPU_TRY(need(cx, pos, 4, end, "a shape's rank", "its function blob"));
             io->rank = okpu_rd_u32(d + pos);
             if (io->rank > OKPU_V5_MAX_RANK)
                 return okpu_v5_fail(cx, OKPU_ERR_KMODEL_FORMAT, (long)pos,
@@ -190,7 +183,7 @@ static int parse_descs(const v5_cx *cx, const v5_module *mod, uint32_t mi, uint3
                                "dimensions; %s",
                                (unsigned long)mi, (unsigned long)fi, kind, (unsigned long)k, (unsigned long)io->rank,
                                (unsigned long long)pos, OKPU_V5_MAX_RANK, v5_redo);
-            TRY(need(cx, pos + 4, 4u * (uint64_t)io->rank, end, "a shape's dimensions", "its function blob"));
+            OKPU_TRY(need(cx, pos + 4, 4u * (uint64_t)io->rank, end, "a shape's dimensions", "its function blob"));
             for (r = 0; r < io->rank; r++) {
                 io->dims[r] = okpu_rd_u32(d + pos + 4 + 4 * r);
                 if (okpu_mul_ovf(elems, io->dims[r], OKPU_SIZE_LIMIT, &elems))
@@ -222,7 +215,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
     mod->off = (long)off;
     mod->rdata_off = mod->text_off = -1;
     mod->data_pool_at = -1;
-    TRY(need(cx, off, V5_MODULE_HEADER_BYTES, m->size, "a 48-byte module header", "the file"));
+    OKPU_TRY(need(cx, off, V5_MODULE_HEADER_BYTES, m->size, "a 48-byte module header", "the file"));
     memcpy(mod->type, d + off, 16);
     mod->type[16] = 0;
     for (k = 0; k < 16 && mod->type[k]; k++) /* the name goes into messages: keep them printable */
@@ -278,7 +271,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
     pos = off + V5_MODULE_HEADER_BYTES;
     for (k = 0; k < mempools; k++, pos += 8) {
         uint32_t loc, size;
-        TRY(need(cx, pos, 8, end, "a mempool descriptor", "its module"));
+        OKPU_TRY(need(cx, pos, 8, end, "a mempool descriptor", "its module"));
         loc = d[pos];
         size = okpu_rd_u32(d + pos + 4);
         if (seen[loc]++)
@@ -311,7 +304,7 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
         uint32_t fh, fsize;
         uint64_t fend;
         fn->off = (long)pos;
-        TRY(need(cx, pos, V5_FUNCTION_HEADER_BYTES, end, "a 32-byte function header", "its module"));
+        OKPU_TRY(need(cx, pos, V5_FUNCTION_HEADER_BYTES, end, "a 32-byte function header", "its module"));
         fh = okpu_rd_u32(d + pos);
         fsize = okpu_rd_u32(d + pos + 4);
         fn->in_pool = okpu_rd_u32(d + pos + 8);
@@ -340,14 +333,14 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
                                  "out of memory reading the descriptors of module %lu function %lu",
                                  (unsigned long)mi, (unsigned long)k);
         }
-        TRY(parse_descs(cx, mod, mi, k, fn, pos + V5_FUNCTION_HEADER_BYTES, fend));
+        OKPU_TRY(parse_descs(cx, mod, mi, k, fn, pos + V5_FUNCTION_HEADER_BYTES, fend));
         pos = fend;
     }
     for (k = 0; k < sections; k++) {
         char name[17];
         uint32_t flags, bstart, bsize;
         uint64_t body;
-        TRY(need(cx, pos, V5_SECTION_HEADER_BYTES, end, "a 32-byte section header", "its module"));
+        OKPU_TRY(need(cx, pos, V5_SECTION_HEADER_BYTES, end, "a 32-byte section header", "its module"));
         memcpy(name, d + pos, 16);
         name[16] = 0;
         flags = okpu_rd_u32(d + pos + 16);
@@ -364,8 +357,8 @@ static int parse_module(v5_cx *cx, v5_file *f, uint32_t mi, uint64_t off)
             pos += V5_SECTION_HEADER_BYTES;
         } else {
             body = pos + V5_SECTION_HEADER_BYTES + (uint64_t)bstart;
-            TRY(need(cx, pos + V5_SECTION_HEADER_BYTES, (uint64_t)bstart + bsize, end, "a section's padding and body",
-                     "its module"));
+            OKPU_TRY(need(cx, pos + V5_SECTION_HEADER_BYTES, (uint64_t)bstart + bsize, end,
+                          "a section's padding and body", "its module"));
             pos = body + bsize;
         }
         if (strcmp(name, ".rdata") == 0) {
@@ -428,7 +421,7 @@ static int parse_file(v5_cx *cx, v5_file *f)
                        "stackvm and a k210 module); %s",
                        (unsigned long)f->nmodules, V5_MAX_MODULES, v5_redo);
     for (i = 0; i < f->nmodules; i++) {
-        TRY(parse_module(cx, f, i, off));
+        OKPU_TRY(parse_module(cx, f, i, off));
         off += f->mod[i].size;
     }
     if (f->entry_module >= f->nmodules || f->entry_function >= f->mod[f->entry_module].nfuncs)
@@ -444,13 +437,13 @@ static int parse_file(v5_cx *cx, v5_file *f)
                        "entry function at byte %ld: %lu inputs, %lu outputs; this runtime runs models with 1 .. %d "
                        "of each",
                        entry->off, (unsigned long)entry->ninputs, (unsigned long)entry->noutputs, OKPU_MAX_IO);
-    TRY(add_pool(cx, &at, entry->in_pool, &f->in_base));
-    TRY(add_pool(cx, &at, entry->out_pool, &f->out_base));
+    OKPU_TRY(add_pool(cx, &at, entry->in_pool, &f->in_base));
+    OKPU_TRY(add_pool(cx, &at, entry->out_pool, &f->out_base));
     largest = entry->in_pool, f->main_largest_at = entry->off + 8;
     if (entry->out_pool > largest)
         largest = entry->out_pool, f->main_largest_at = entry->off + 12;
     for (i = 0; i < f->nmodules; i++) {
-        TRY(add_pool(cx, &at, f->mod[i].data_pool, &f->mod[i].data_base));
+        OKPU_TRY(add_pool(cx, &at, f->mod[i].data_pool, &f->mod[i].data_base));
         if (f->mod[i].data_pool > largest)
             largest = f->mod[i].data_pool, f->main_largest_at = f->mod[i].data_pool_at;
     }

@@ -504,13 +504,6 @@ static void fill_nd(okpu_v5_nd *nd, uint32_t rank, const uint32_t *shape, const 
     }
 }
 
-#define TRYS(x)                                                                                                       \
-    do {                                                                                                              \
-        int rc_ = (x);                                                                                                \
-        if (rc_ != OKPU_OK)                                                                                           \
-            return rc_;                                                                                               \
-    } while (0)
-
 /* One strided copy step: `rank` dimensions of `shape`, read from src with element strides `is` and written to dst
  * with `os` (both views checked by the caller). COPY, SLICE, TRANSPOSE and BROADCAST all become one. */
 static int copy_step(sv *s, uint32_t id, uint32_t bytes, const v5_addr *src, const v5_addr *dst, uint32_t esize,
@@ -518,7 +511,7 @@ static int copy_step(sv *s, uint32_t id, uint32_t bytes, const v5_addr *src, con
 {
     void *args;
 
-    TRYS(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_COPY, id, bytes, &args));
     if (args) {
         okpu_v5_copy_args *a = (okpu_v5_copy_args *)args;
         a->src = okpu_v5_ptr(s->cx, src);
@@ -540,22 +533,22 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     v5_addr src;
     int rc;
     esize = dt_checked(s, dt, &rc);
-    TRYS(rc);
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(rc);
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
     /* the input view first: it bounds (dim - 1) x stride, so the slice arithmetic below cannot overflow */
-    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &in.a, esize, rank, shape, is, 0, "input"));
     src = in.a;
     for (k = 0; k < rank; k++)
         oshape[k] = shape[k], ois[k] = is[k];
     if (t == TF_SLICE) {
         const sv_shape *b = NULL, *e = NULL, *st = NULL;
-        TRYS(reg_shape(s, p[7], &b, "rbegins"));
-        TRYS(reg_shape(s, p[8], &e, "rends"));
-        TRYS(reg_shape(s, p[9], &st, "rstrides"));
+        OKPU_TRY(reg_shape(s, p[7], &b, "rbegins"));
+        OKPU_TRY(reg_shape(s, p[8], &e, "rends"));
+        OKPU_TRY(reg_shape(s, p[9], &st, "rstrides"));
         if (b->rank != rank || e->rank != rank || st->rank != rank)
             return sfail(s, "its begins, ends and strides do not have one value per dimension");
         for (k = 0; k < rank; k++) {
@@ -577,7 +570,7 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     } else if (t == TF_TRANSPOSE) {
         const sv_shape *perm = NULL;
         uint32_t used = 0;
-        TRYS(reg_shape(s, p[7], &perm, "rshape_perm"));
+        OKPU_TRY(reg_shape(s, p[7], &perm, "rshape_perm"));
         if (perm->rank != rank)
             return sfail(s, "its permutation does not have one value per dimension");
         for (k = 0; k < rank; k++) {
@@ -589,8 +582,8 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
             ois[k] = is[from];
         }
     }
-    TRYS(view(s, &src, esize, rank, oshape, ois, 0, "input (as read)"));
-    TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
+    OKPU_TRY(view(s, &src, esize, rank, oshape, ois, 0, "input (as read)"));
+    OKPU_TRY(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
     return copy_step(s, id, bytes, &src, &out.a, esize, dt, rank, oshape, ois, os);
 }
 
@@ -609,16 +602,16 @@ static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
                  okpu_v5_dtype_name(out_dt));
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld %s", s->name, s->at, msg);
     }
-    TRYS(pop(s, E_F32, &bias, "bias"));
-    TRYS(pop(s, E_F32, &scale, "scale"));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[7], rank, os, "rstride_dest"));
-    TRYS(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
-    TRYS(take_step(s, quant ? OKPU_STEP_V5_QUANTIZE : OKPU_STEP_V5_DEQUANTIZE, id, bytes, &args));
+    OKPU_TRY(pop(s, E_F32, &bias, "bias"));
+    OKPU_TRY(pop(s, E_F32, &scale, "scale"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[6], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[7], rank, os, "rstride_dest"));
+    OKPU_TRY(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
+    OKPU_TRY(take_step(s, quant ? OKPU_STEP_V5_QUANTIZE : OKPU_STEP_V5_DEQUANTIZE, id, bytes, &args));
     if (args) {
         okpu_v5_quant_args *a = (okpu_v5_quant_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -644,16 +637,16 @@ static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     int rc;
     (void)t;
     esize = dt_checked(s, dt, &rc);
-    TRYS(rc);
+    OKPU_TRY(rc);
     if (p[8] > 3u || esize > 4) {
         char msg[160];
         snprintf(msg, sizeof msg, "pad mode %u on %s; this runtime pads in modes 0 .. 3 (constant, reflect, symmetric, "
                  "edge) with elements of up to 4 bytes", p[8], okpu_v5_dtype_name(dt));
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm %s at byte %ld: %s", s->name, s->at, msg);
     }
-    TRYS(pop(s, 0, &value, "pad value"));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(pop(s, 0, &value, "pad value"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
     if (value.kind == E_ADDR)
         return sfail(s, "its pad value is an address");
     if (dt == OKPU_V5_DT_F32 || dt == 8u || dt == 11u) {
@@ -673,9 +666,9 @@ static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         for (k = 0; k < esize; k++)
             vbytes[k] = (uint8_t)(v >> (8 * k));
     }
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
     pads = &s->pads[p[7]];
     if (!pads->set || pads->rank != rank)
         return sfail(s, "its paddings register is unset or does not have one padding per dimension");
@@ -701,9 +694,9 @@ static int t_pad(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
             return sfail(s, msg);
         }
     }
-    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_PAD, id, bytes, &args));
+    OKPU_TRY(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, esize, rank, oshape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_PAD, id, bytes, &args));
     if (args) {
         okpu_v5_pad_args *a = (okpu_v5_pad_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -728,14 +721,14 @@ static int pop_padding(sv *s, int32_t *before, int32_t *after)
 {
     sv_entry e;
     if (padding_values(s->cx->group) == 3u) {
-        TRYS(pop(s, E_INT, &e, "padding interior"));
+        OKPU_TRY(pop(s, E_INT, &e, "padding interior"));
         if (e.i != 0)
             return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                            "stackvm %s at byte %ld: interior padding %ld is not supported", s->name, s->at, (long)e.i);
     }
-    TRYS(pop(s, E_INT, &e, "padding after"));
+    OKPU_TRY(pop(s, E_INT, &e, "padding after"));
     *after = e.i;
-    TRYS(pop(s, E_INT, &e, "padding before"));
+    OKPU_TRY(pop(s, E_INT, &e, "padding before"));
     *before = e.i;
     return OKPU_OK;
 }
@@ -758,20 +751,20 @@ static int t_conv2d(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                        "stackvm CONV2D at byte %ld on %s; this runtime convolves f32 on the CPU", s->at,
                        okpu_v5_dtype_name(p[3]));
-    TRYS(pop_padding(s, &pl, &pr));
-    TRYS(pop_padding(s, &pt, &pb));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &b, "bias address"));
-    TRYS(pop(s, E_ADDR, &w, "weights address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(dims_of(s, p[6], &wrank, wshape, "rshape_kernel"));
+    OKPU_TRY(pop_padding(s, &pl, &pr));
+    OKPU_TRY(pop_padding(s, &pt, &pb));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &b, "bias address"));
+    OKPU_TRY(pop(s, E_ADDR, &w, "weights address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(dims_of(s, p[6], &wrank, wshape, "rshape_kernel"));
     if (rank != 4 || wrank != 4)
         return sfail(s, "its input or kernel shape is not 4-dimensional (NCHW, OIHW)");
-    TRYS(strides_of(s, p[5], 4, is, "rstride_src"));
-    TRYS(strides_of(s, p[7], 4, ws, "rstride_kernel"));
-    TRYS(reg_shape(s, p[8], &bst, "rstride_bias"));
-    TRYS(strides_of(s, p[9], 4, os, "rstride_dest"));
+    OKPU_TRY(strides_of(s, p[5], 4, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[7], 4, ws, "rstride_kernel"));
+    OKPU_TRY(reg_shape(s, p[8], &bst, "rstride_bias"));
+    OKPU_TRY(strides_of(s, p[9], 4, os, "rstride_dest"));
     bs[0] = bst->rank >= 1 ? (int64_t)(uint32_t)bst->v[bst->rank - 1] : 1;
     if (groups == 0 || sh == 0 || sw == 0 || dh == 0 || dw == 0 || shape[1] % groups || wshape[0] % groups ||
         (uint64_t)wshape[1] * groups != shape[1] || wshape[2] == 0 || wshape[3] == 0)
@@ -783,11 +776,11 @@ static int t_conv2d(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         return sfail(s, "its output size from the paddings, kernel and strides is not positive");
     oshape[0] = shape[0], oshape[1] = wshape[0], oshape[2] = (uint32_t)oh, oshape[3] = (uint32_t)ow;
     bshape[0] = wshape[0];
-    TRYS(view(s, &in.a, 4, 4, shape, is, 0, "input"));
-    TRYS(view(s, &w.a, 4, 4, wshape, ws, 0, "weights"));
-    TRYS(view(s, &b.a, 4, 1, bshape, bs, 0, "bias"));
-    TRYS(view(s, &out.a, 4, 4, oshape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_CONV2D, id, bytes, &args));
+    OKPU_TRY(view(s, &in.a, 4, 4, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &w.a, 4, 4, wshape, ws, 0, "weights"));
+    OKPU_TRY(view(s, &b.a, 4, 1, bshape, bs, 0, "bias"));
+    OKPU_TRY(view(s, &out.a, 4, 4, oshape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_CONV2D, id, bytes, &args));
     if (args) {
         okpu_v5_conv2d_args *a = (okpu_v5_conv2d_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -834,19 +827,19 @@ static int t_window(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
                    dh = (uint16_t)(p[16] | (p[17] << 8)), dw = (uint16_t)(p[18] | (p[19] << 8));
     void *args;
     (void)t;
-    TRYS(need_f32(s, p[3]));
+    OKPU_TRY(need_f32(s, p[3]));
     if (op > 3u)
         return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
-    TRYS(pop_padding(s, &pl, &pr));
-    TRYS(pop_padding(s, &pt, &pb));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_F32, &init, "initial value"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    OKPU_TRY(pop_padding(s, &pl, &pr));
+    OKPU_TRY(pop_padding(s, &pt, &pb));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_F32, &init, "initial value"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[5], &rank, shape, "rshape_src"));
     if (rank != 4)
         return sfail(s, "its input is not 4-dimensional (NCHW)");
-    TRYS(strides_of(s, p[6], 4, is, "rstride_src"));
-    TRYS(strides_of(s, p[7], 4, os, "rstride_dest"));
+    OKPU_TRY(strides_of(s, p[6], 4, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[7], 4, os, "rstride_dest"));
     if (!fh || !fw || !sh || !sw || !dh || !dw || pt < -0xFFFF || pt > 0xFFFF || pl < -0xFFFF || pl > 0xFFFF ||
         pb < -0xFFFF || pb > 0xFFFF || pr < -0xFFFF || pr > 0xFFFF)
         return sfail(s, "its filter, strides, dilations or paddings are 0 or out of range");
@@ -855,9 +848,9 @@ static int t_window(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     if (oh <= 0 || ow <= 0)
         return sfail(s, "its output size is not positive");
     oshape[0] = shape[0], oshape[1] = shape[1], oshape[2] = (uint32_t)oh, oshape[3] = (uint32_t)ow;
-    TRYS(view(s, &in.a, 4, 4, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, 4, 4, oshape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_WINDOW, id, bytes, &args));
+    OKPU_TRY(view(s, &in.a, 4, 4, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, 4, 4, oshape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_WINDOW, id, bytes, &args));
     if (args) {
         okpu_v5_window_args *a = (okpu_v5_window_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -887,17 +880,17 @@ static int t_reduce(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     const uint32_t op = p[7], keep = p[9];
     void *args;
     (void)t;
-    TRYS(need_f32(s, p[3]));
+    OKPU_TRY(need_f32(s, p[3]));
     if (op > 3u)
         return sfail(s, "its reduce_op is not 0 (mean), 1 (min), 2 (max) or 3 (sum)");
-    TRYS(pop(s, 0, &init, "initial value"));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(pop(s, 0, &init, "initial value"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
     if (init.kind == E_ADDR || (init.kind == E_INT && init.i != 0))
         return sfail(s, "its initial value is not a float");
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(reg_shape(s, p[8], &axes, "rshape_axis"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(reg_shape(s, p[8], &axes, "rshape_axis"));
     for (k = 0; k < axes->rank; k++) {
         uint32_t ax = (uint32_t)axes->v[k];
         if (ax >= rank || (reduced & (1u << ax)))
@@ -913,7 +906,7 @@ static int t_reduce(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     }
     if (keep)
         orank = rank;
-    TRYS(strides_of(s, p[6], orank, os, "rstride_dest"));
+    OKPU_TRY(strides_of(s, p[6], orank, os, "rstride_dest"));
     for (k = 0, orank = 0; k < rank; k++) { /* the output strides on the input's axes, 0 where reduced */
         if (keep) {
             kos[k] = os[k];
@@ -922,9 +915,9 @@ static int t_reduce(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         }
         wos[k] = reduced & (1u << k) ? 0 : kos[k];
     }
-    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, 4, rank, kshape, kos, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_REDUCE, id, bytes, &args));
+    OKPU_TRY(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, 4, rank, kshape, kos, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_REDUCE, id, bytes, &args));
     if (args) {
         okpu_v5_reduce_args *a = (okpu_v5_reduce_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -948,20 +941,20 @@ static int t_softmax(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes
     const int32_t ax = okpu_rd_i32(p + 7);
     void *args;
     (void)t;
-    TRYS(need_f32(s, p[3]));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(need_f32(s, p[3]));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
     if (ax >= (int32_t)rank || ax < -(int32_t)rank || rank == 0)
         return sfail(s, "its axis is not a dimension of the input");
     axis = (uint32_t)(ax < 0 ? ax + (int32_t)rank : ax);
     for (k = 0; k < rank; k++)
         outer[k] = k == axis ? 1u : shape[k];
-    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, 4, rank, shape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_SOFTMAX, id, bytes, &args));
+    OKPU_TRY(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, 4, rank, shape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_SOFTMAX, id, bytes, &args));
     if (args) {
         okpu_v5_softmax_args *a = (okpu_v5_softmax_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -988,20 +981,20 @@ static int t_binary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     int64_t xa[OKPU_V5_MAX_RANK], xb[OKPU_V5_MAX_RANK];
     void *args;
     (void)t;
-    TRYS(need_f32(s, p[3]));
+    OKPU_TRY(need_f32(s, p[3]));
     if (op > 5u) {
         char msg[120];
         snprintf(msg, sizeof msg, "binary_op %lu (0..5 = add, sub, mul, div, min, max are supported)",
                  (unsigned long)op);
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at, "stackvm BINARY at byte %ld: %s", s->at, msg);
     }
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &b_, "second input address"));
-    TRYS(pop(s, E_ADDR, &a_, "first input address"));
-    TRYS(dims_of(s, p[4], &ra, sa, "rshape_src1"));
-    TRYS(strides_of(s, p[5], ra, ta, "rstride_src1"));
-    TRYS(dims_of(s, p[6], &rb, sb, "rshape_src2"));
-    TRYS(strides_of(s, p[7], rb, tb, "rstride_src2"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &b_, "second input address"));
+    OKPU_TRY(pop(s, E_ADDR, &a_, "first input address"));
+    OKPU_TRY(dims_of(s, p[4], &ra, sa, "rshape_src1"));
+    OKPU_TRY(strides_of(s, p[5], ra, ta, "rstride_src1"));
+    OKPU_TRY(dims_of(s, p[6], &rb, sb, "rshape_src2"));
+    OKPU_TRY(strides_of(s, p[7], rb, tb, "rstride_src2"));
     rank = ra > rb ? ra : rb;
     for (k = 0; k < rank; k++) { /* numpy broadcasting, aligned on the last axis */
         const uint32_t da = k + ra >= rank ? sa[k + ra - rank] : 1u, db = k + rb >= rank ? sb[k + rb - rank] : 1u;
@@ -1014,16 +1007,16 @@ static int t_binary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     }
     if (has_dest_shape) {
         uint32_t rd, sd[OKPU_V5_MAX_RANK];
-        TRYS(dims_of(s, p[8], &rd, sd, "rshape_dest"));
+        OKPU_TRY(dims_of(s, p[8], &rd, sd, "rshape_dest"));
         if (rd != rank || memcmp(sd, so, rank * sizeof so[0]) != 0)
             return sfail(s, "its output shape is not the broadcast of its input shapes");
     }
-    TRYS(strides_of(s, p[has_dest_shape ? 9 : 8], rank, to, "rstride_dest"));
-    TRYS(view(s, &a_.a, 4, ra, sa, ta, 0, "first input"));
-    TRYS(view(s, &b_.a, 4, rb, sb, tb, 0, "second input"));
-    TRYS(view(s, &out.a, 4, rank, so, to, 1, "output"));
+    OKPU_TRY(strides_of(s, p[has_dest_shape ? 9 : 8], rank, to, "rstride_dest"));
+    OKPU_TRY(view(s, &a_.a, 4, ra, sa, ta, 0, "first input"));
+    OKPU_TRY(view(s, &b_.a, 4, rb, sb, tb, 0, "second input"));
+    OKPU_TRY(view(s, &out.a, 4, rank, so, to, 1, "output"));
     (void)ea, (void)eb;
-    TRYS(take_step(s, OKPU_STEP_V5_BINARY, id, bytes, &args));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_BINARY, id, bytes, &args));
     if (args) {
         okpu_v5_binary_args *a = (okpu_v5_binary_args *)args;
         a->a = okpu_v5_ptr(s->cx, &a_.a);
@@ -1054,18 +1047,18 @@ static int t_lut(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
                        "stackvm LUT1D at byte %ld on %s with a %lu-entry table; this runtime (like nncase) looks up "
                        "u8 values in 256-entry tables",
                        s->at, okpu_v5_dtype_name(p[3]), (unsigned long)len);
-    TRYS(pop(s, 0, &hi, "max"));
-    TRYS(pop(s, 0, &lo, "min"));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &table, "table address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
-    TRYS(view(s, &in.a, 1, rank, shape, is, 0, "input"));
-    TRYS(view(s, &table.a, 1, 1, tshape, ts, 0, "table"));
-    TRYS(view(s, &out.a, 1, rank, shape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_LUT, id, bytes, &args));
+    OKPU_TRY(pop(s, 0, &hi, "max"));
+    OKPU_TRY(pop(s, 0, &lo, "min"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &table, "table address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(view(s, &in.a, 1, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &table.a, 1, 1, tshape, ts, 0, "table"));
+    OKPU_TRY(view(s, &out.a, 1, rank, shape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_LUT, id, bytes, &args));
     if (args) {
         okpu_v5_lut_args *a = (okpu_v5_lut_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -1090,21 +1083,21 @@ static int t_resize(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
                        "stackvm RESIZE_IMAGE at byte %ld: %s, mode %u; this runtime resizes f32 and u8, bilinear (0) "
                        "or nearest (1)",
                        s->at, okpu_v5_dtype_name(dt), p[9]);
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(pop(s, E_INT, &ow, "output width"));
-    TRYS(pop(s, E_INT, &oh, "output height"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(pop(s, E_INT, &ow, "output width"));
+    OKPU_TRY(pop(s, E_INT, &oh, "output height"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
     if (rank != 4)
         return sfail(s, "its input is not 4-dimensional (NCHW)");
     if (oh.i <= 0 || ow.i <= 0 || shape[2] == 0 || shape[3] == 0)
         return sfail(s, "its input or output size is 0 or negative");
-    TRYS(strides_of(s, p[5], 4, is, "rstride_src"));
-    TRYS(strides_of(s, p[6], 4, os, "rstride_dest"));
+    OKPU_TRY(strides_of(s, p[5], 4, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[6], 4, os, "rstride_dest"));
     oshape[0] = shape[0], oshape[1] = shape[1], oshape[2] = (uint32_t)oh.i, oshape[3] = (uint32_t)ow.i;
-    TRYS(view(s, &in.a, okpu_v5_dtype_size(dt), 4, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, okpu_v5_dtype_size(dt), 4, oshape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_RESIZE, id, bytes, &args));
+    OKPU_TRY(view(s, &in.a, okpu_v5_dtype_size(dt), 4, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, okpu_v5_dtype_size(dt), 4, oshape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_RESIZE, id, bytes, &args));
     if (args) {
         okpu_v5_resize_args *a = (okpu_v5_resize_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -1132,12 +1125,12 @@ static int t_matmul(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     const uint8_t *clamp = p + (full ? 9 : 5);
     void *args;
     (void)t;
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &bias, "bias address"));
-    TRYS(pop(s, E_ADDR, &b_, "second input address"));
-    TRYS(pop(s, E_ADDR, &a_, "first input address"));
-    TRYS(dims_of(s, p[3], &ra, sa, "rshape_src1"));
-    TRYS(dims_of(s, p[full ? 5 : 4], &rb, sb, "rshape_src2"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &bias, "bias address"));
+    OKPU_TRY(pop(s, E_ADDR, &b_, "second input address"));
+    OKPU_TRY(pop(s, E_ADDR, &a_, "first input address"));
+    OKPU_TRY(dims_of(s, p[3], &ra, sa, "rshape_src1"));
+    OKPU_TRY(dims_of(s, p[full ? 5 : 4], &rb, sb, "rshape_src2"));
     if (ra < 2 || rb < 2 || sa[ra - 1] != sb[rb - 2])
         return sfail(s, "its inputs are not [..., M, K] and [..., K, N]");
     {
@@ -1158,16 +1151,16 @@ static int t_matmul(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     m = sa[ra - 2], kk = sa[ra - 1], n = sb[rb - 1];
     /* the kernel reads every tensor densely: check each dense extent */
     dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(batch, m), kk);
-    TRYS(view(s, &a_.a, 4, 1, dense, unit, 0, "first input"));
+    OKPU_TRY(view(s, &a_.a, 4, 1, dense, unit, 0, "first input"));
     dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(bbatch, kk), n);
-    TRYS(view(s, &b_.a, 4, 1, dense, unit, 0, "second input"));
+    OKPU_TRY(view(s, &b_.a, 4, 1, dense, unit, 0, "second input"));
     one[0] = n;
-    TRYS(view(s, &bias.a, 4, 1, one, unit, 0, "bias"));
+    OKPU_TRY(view(s, &bias.a, 4, 1, one, unit, 0, "bias"));
     dense[0] = (uint32_t)okpu_sat_mul(okpu_sat_mul(batch, m), n);
-    TRYS(view(s, &out.a, 4, 1, dense, unit, 1, "output"));
+    OKPU_TRY(view(s, &out.a, 4, 1, dense, unit, 1, "output"));
     if (okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk, n)) > OKPU_SIZE_LIMIT)
         return sfail(s, "its product is too large");
-    TRYS(take_step(s, OKPU_STEP_V5_MATMUL, id, bytes, &args));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_MATMUL, id, bytes, &args));
     if (args) {
         okpu_v5_matmul_args *a = (okpu_v5_matmul_args *)args;
         a->a = okpu_v5_ptr(s->cx, &a_.a);
@@ -1205,14 +1198,14 @@ static int t_convert(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes
                        "stackvm CONVERT at byte %ld from %s to %s; this runtime converts between i8, i16, i32, u8, "
                        "u16, u32 and f32",
                        s->at, okpu_v5_dtype_name(in_dt), okpu_v5_dtype_name(out_dt));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[5], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[7], rank, os, "rstride_dest"));
-    TRYS(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_CONVERT, id, bytes, &args));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[5], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[6], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[7], rank, os, "rstride_dest"));
+    OKPU_TRY(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_CONVERT, id, bytes, &args));
     if (args) {
         okpu_v5_convert_args *a = (okpu_v5_convert_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -1249,14 +1242,14 @@ static int t_call(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         const v5_io *io = &callee->io[k];
         uint32_t rank, shape[OKPU_V5_MAX_RANK], r;
         int64_t st[OKPU_V5_MAX_RANK];
-        TRYS(pop(s, E_INT, &rstride, "stride register"));
-        TRYS(pop(s, E_INT, &rshape, "shape register"));
-        TRYS(pop(s, E_INT, &dt, "datatype"));
-        TRYS(pop(s, E_ADDR, &addr, "tensor address"));
+        OKPU_TRY(pop(s, E_INT, &rstride, "stride register"));
+        OKPU_TRY(pop(s, E_INT, &rshape, "shape register"));
+        OKPU_TRY(pop(s, E_INT, &dt, "datatype"));
+        OKPU_TRY(pop(s, E_ADDR, &addr, "tensor address"));
         if ((uint32_t)rstride.i >= SV_REGS || (uint32_t)rshape.i >= SV_REGS)
             return sfail(s, "a register index is out of range");
-        TRYS(dims_of(s, (uint32_t)rshape.i, &rank, shape, "a bound tensor's shape"));
-        TRYS(strides_of(s, (uint32_t)rstride.i, rank, st, "a bound tensor's strides"));
+        OKPU_TRY(dims_of(s, (uint32_t)rshape.i, &rank, shape, "a bound tensor's shape"));
+        OKPU_TRY(strides_of(s, (uint32_t)rstride.i, rank, st, "a bound tensor's strides"));
         if ((uint32_t)dt.i != io->r.dt || rank != io->rank)
             goto mismatch;
         for (r = 0; r < rank; r++)
@@ -1266,7 +1259,7 @@ static int t_call(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         {
             uint32_t one[1] = {io->r.size};
             int64_t unit[1] = {1};
-            TRYS(view(s, &addr.a, 1, 1, one, unit, k >= nsrc, k >= nsrc ? "bound output" : "bound input"));
+            OKPU_TRY(view(s, &addr.a, 1, 1, one, unit, k >= nsrc, k >= nsrc ? "bound output" : "bound input"));
         }
         bound[k] = addr.a;
         continue;
@@ -1290,7 +1283,7 @@ static int t_unary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     uint32_t rank, shape[OKPU_V5_MAX_RANK], op = OKPU_V5_UN_SIGMOID;
     int64_t is[OKPU_V5_MAX_RANK], os[OKPU_V5_MAX_RANK];
     void *args;
-    TRYS(need_f32(s, p[3]));
+    OKPU_TRY(need_f32(s, p[3]));
     if (t == TF_SIGMOID && bytes != 7u)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                             "stackvm SIGMOID at byte %ld in nncase 1.2.0's layout (no output strides); this runtime "
@@ -1307,14 +1300,14 @@ static int t_unary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
                                 "sqrt, square, tanh and erf (not the bitwise / logical not of integer tensors)",
                                 s->at, p[7], group_names[s->cx->group]);
     }
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[6], rank, os, "rstride_dest"));
-    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, 4, rank, shape, os, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_UNARY, id, bytes, &args));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, 4, rank, shape, os, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_UNARY, id, bytes, &args));
     if (args) {
         okpu_v5_unary_args *a = (okpu_v5_unary_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -1336,13 +1329,13 @@ static int t_broadcast(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     int rc;
     (void)t;
     esize = dt_checked(s, dt, &rc);
-    TRYS(rc);
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(dims_of(s, p[6], &orank, oshape, "rshape_dest"));
-    TRYS(strides_of(s, p[7], orank, os, "rstride_dest"));
+    OKPU_TRY(rc);
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(dims_of(s, p[6], &orank, oshape, "rshape_dest"));
+    OKPU_TRY(strides_of(s, p[7], orank, os, "rstride_dest"));
     if (orank < rank)
         return sfail(s, "its output has fewer dimensions than its input");
     for (k = 0; k < orank; k++) {
@@ -1351,8 +1344,8 @@ static int t_broadcast(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
             return sfail(s, "its input shape does not broadcast to its output shape");
         bis[k] = d == 1u ? 0 : is[k + rank - orank];
     }
-    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
+    OKPU_TRY(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
     return copy_step(s, id, bytes, &in.a, &out.a, esize, dt, orank, oshape, bis, os);
 }
 
@@ -1366,18 +1359,18 @@ static int t_reduce_arg(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t by
     const sv_shape *axes = NULL;
     void *args;
     (void)t;
-    TRYS(need_f32(s, p[3]));
+    OKPU_TRY(need_f32(s, p[3]));
     if ((odt != 2u && odt != 3u) || op > 1u) {
         char msg[120];
         snprintf(msg, sizeof msg, "reduce_arg_op %lu with a %s output (expected 0 argmin or 1 argmax, i32 or i64)",
                  (unsigned long)op, okpu_v5_dtype_name(odt));
         return sfail(s, msg);
     }
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(strides_of(s, p[5], rank, is, "rstride_src"));
-    TRYS(reg_shape(s, p[9], &axes, "rshape_axis"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
+    OKPU_TRY(reg_shape(s, p[9], &axes, "rshape_axis"));
     if (axes->rank != 1u)
         return okpu_v5_fail(s->cx, OKPU_ERR_NOT_IMPLEMENT, s->at,
                             "stackvm REDUCE_ARG at byte %ld over %lu axes; this runtime reduces over one axis (what "
@@ -1386,14 +1379,14 @@ static int t_reduce_arg(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t by
     axis = (uint32_t)axes->v[0];
     if (axis >= rank || shape[axis] == 0u)
         return sfail(s, "its axis is not a non-empty dimension of the input");
-    TRYS(strides_of(s, p[7], keep ? rank : rank - 1u, os, "rstride_dest"));
+    OKPU_TRY(strides_of(s, p[7], keep ? rank : rank - 1u, os, "rstride_dest"));
     for (k = 0, r = 0; k < rank; k++) { /* the output strides on the input's axes, 0 on the reduced one */
         outer[k] = k == axis ? 1u : shape[k];
         kos[k] = k == axis ? 0 : os[keep ? k : r++];
     }
-    TRYS(view(s, &in.a, 4, rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, okpu_v5_dtype_size(odt), rank, outer, kos, 1, "output"));
-    TRYS(take_step(s, OKPU_STEP_V5_ARG, id, bytes, &args));
+    OKPU_TRY(view(s, &in.a, 4, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, okpu_v5_dtype_size(odt), rank, outer, kos, 1, "output"));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_ARG, id, bytes, &args));
     if (args) {
         okpu_v5_arg_args *a = (okpu_v5_arg_args *)args;
         a->src = okpu_v5_ptr(s->cx, &in.a);
@@ -1423,15 +1416,15 @@ static int t_gather(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     int rc;
     (void)t;
     esize = dt_checked(s, dt, &rc);
-    TRYS(rc);
-    TRYS(pop(s, E_ADDR, &idx, "indices address"));
-    TRYS(pop(s, E_ADDR, &out, "output address"));
-    TRYS(pop(s, E_ADDR, &in, "input address"));
-    TRYS(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    TRYS(dims_of(s, p[5], &orank, oshape, "rshape_dest"));
-    TRYS(strides_of(s, p[6], rank, is, "rstride_src"));
-    TRYS(strides_of(s, p[7], orank, os, "rstride_dest"));
-    TRYS(dims_of(s, p[8], &irank, ishape, "rshape_indices"));
+    OKPU_TRY(rc);
+    OKPU_TRY(pop(s, E_ADDR, &idx, "indices address"));
+    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
+    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
+    OKPU_TRY(dims_of(s, p[5], &orank, oshape, "rshape_dest"));
+    OKPU_TRY(strides_of(s, p[6], rank, is, "rstride_src"));
+    OKPU_TRY(strides_of(s, p[7], orank, os, "rstride_dest"));
+    OKPU_TRY(dims_of(s, p[8], &irank, ishape, "rshape_indices"));
     if (axis >= rank)
         return sfail(s, "its axis is not a dimension of the input");
     for (k = 0; k < axis; k++)
@@ -1445,9 +1438,9 @@ static int t_gather(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     if (count_elems(irank, ishape) > 0x7FFFFFFFu)
         return sfail(s, "its indices tensor is too large");
     count[0] = (uint32_t)count_elems(irank, ishape);
-    TRYS(view(s, &in.a, esize, rank, shape, is, 0, "input"));
-    TRYS(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
-    TRYS(view(s, &idx.a, 4, 1, count, dense, 0, "indices"));
+    OKPU_TRY(view(s, &in.a, esize, rank, shape, is, 0, "input"));
+    OKPU_TRY(view(s, &out.a, esize, orank, oshape, os, 1, "output"));
+    OKPU_TRY(view(s, &idx.a, 4, 1, count, dense, 0, "indices"));
     if (idx.a.pool == V5_POOL_RDATA && count[0]) { /* constants: check them now */
         const uint8_t *q = okpu_v5_ptr(s->cx, &idx.a);
         for (k = 0; k < count[0]; k++) {
@@ -1461,7 +1454,7 @@ static int t_gather(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
             }
         }
     }
-    TRYS(take_step(s, OKPU_STEP_V5_GATHER, id, bytes, &args));
+    OKPU_TRY(take_step(s, OKPU_STEP_V5_GATHER, id, bytes, &args));
     if (args) {
         okpu_v5_gather_args *a = (okpu_v5_gather_args *)args;
         int64_t zero[OKPU_V5_MAX_RANK] = {0};
