@@ -2,8 +2,10 @@
 /* The worker pool (workers.h). One mutex guards the task counter: a run hands out tasks one at a time to whichever
  * thread asks, the caller included, so a worker the OS wakes late (a busy machine) costs nothing but its share, and
  * the caller returns as soon as every task is done, without waiting for idle workers to wake. A worker out of tasks,
- * and the caller waiting for the last ones, first watch for a short while (SPIN_ROUNDS) before sleeping: a forward
- * pass starts its next layer within microseconds, sooner than a sleeping thread can be woken. */
+ * and the caller waiting for the last ones, first watch for a while (SPIN_NS) before sleeping: a forward pass starts
+ * its next split within microseconds to a few hundred (a layer's serial part, a CPU layer between two KPU layers),
+ * sooner than a sleeping thread is woken (tens of microseconds in a virtual machine). The watch is timed, not counted:
+ * a pause instruction takes 10 ns on one x86 and 40 on the next. */
 #if defined(OKPU_HAVE_PTHREADS) && defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity: the processors this process may use, not all the machine has */
 #endif
@@ -20,6 +22,7 @@
 
 #ifdef OKPU_HAVE_PTHREADS
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sched.h>
@@ -29,7 +32,7 @@
 #ifdef OKPU_HAVE_PTHREADS
 /* generation, quit and finished are written under the lock and also read without it while watching: atomically. */
 #if defined(__GNUC__) || defined(__clang__)
-#define SPIN_ROUNDS 1000
+#define SPIN_NS 300000L /* 0.3 ms; libgomp's default spin (OMP_WAIT_POLICY unset) is of the same order */
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,11 +41,29 @@
 #define RELAX() ((void)0)
 #endif
 #else
-#define SPIN_ROUNDS 0 /* no atomics: sleep at once */
+#define SPIN_NS 0L /* no atomics: sleep at once */
 #define LOAD(p) (*(p))
 #define STORE(p, v) (*(p) = (v))
 #define RELAX() ((void)0)
 #endif
+
+/* Part of a watch: sixteen pauses (the clock costs more than one), then whether SPIN_NS have passed since *start
+ * (-1: the watch's first call, which sets it). A clock that cannot be read ends the watch. */
+static int watch_over(long long *start)
+{
+    struct timespec t;
+    long long ns;
+    int i;
+
+    for (i = 0; i < 16; i++)
+        RELAX();
+    if (SPIN_NS <= 0 || clock_gettime(CLOCK_MONOTONIC, &t) != 0)
+        return 1;
+    ns = (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+    if (*start < 0)
+        *start = ns;
+    return ns - *start >= SPIN_NS;
+}
 
 typedef struct worker_arg {
     okpu_workers *pool;
@@ -123,14 +144,15 @@ static void *worker_main(void *p)
     worker_arg *arg = p;
     okpu_workers *w = arg->pool;
     unsigned long seen = 0; /* a thread that starts late joins the run under way, if it still has tasks */
-    int i;
+    long long start;
 
     pthread_mutex_lock(&w->lock);
     for (;;) {
         if (!w->quit && w->generation == seen) {
             pthread_mutex_unlock(&w->lock);
-            for (i = 0; i < SPIN_ROUNDS && LOAD(&w->generation) == seen && !LOAD(&w->quit); i++)
-                RELAX();
+            start = -1;
+            while (LOAD(&w->generation) == seen && !LOAD(&w->quit) && !watch_over(&start))
+                ;
             pthread_mutex_lock(&w->lock);
         }
         while (!w->quit && w->generation == seen)
@@ -237,10 +259,10 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
         pthread_cond_broadcast(&w->start);
         take_tasks(w, 0);
         if (w->finished < n_tasks) {
-            int i;
+            long long start = -1;
             pthread_mutex_unlock(&w->lock);
-            for (i = 0; i < SPIN_ROUNDS && LOAD(&w->finished) < n_tasks; i++)
-                RELAX();
+            while (LOAD(&w->finished) < n_tasks && !watch_over(&start))
+                ;
             pthread_mutex_lock(&w->lock);
         }
         while (w->finished < n_tasks)
