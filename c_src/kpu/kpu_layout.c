@@ -36,24 +36,39 @@ size_t okpu_kpu_layout_offset(const okpu_kpu_layout *l, uint32_t height, uint32_
            (size_t)y * l->row_len * OKPU_KPU_ROW_BYTES + x;
 }
 
-void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
-                       uint32_t channels)
+void okpu_kpu_layout_upload_channels(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
+                                     uint32_t first, uint32_t end)
 {
-    okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
+    const okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
+    const size_t pitch = (size_t)l.row_len * OKPU_KPU_ROW_BYTES; /* one image row to the next */
     uint8_t *base = ram + (size_t)row * OKPU_KPU_ROW_BYTES;
     uint32_t c, y;
-    for (c = 0; c < channels; c++)
-        for (y = 0; y < height; y++, src += width)
-            memcpy(base + okpu_kpu_layout_offset(&l, height, c, y, 0), src, width);
+
+    src += (size_t)first * width * height;
+    for (c = first; c < end; c++) {
+        uint8_t *dst = base + okpu_kpu_layout_offset(&l, height, c, 0, 0);
+        for (y = 0; y < height; y++, src += width, dst += pitch)
+            memcpy(dst, src, width);
+    }
+}
+
+void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
+                            uint32_t channels)
+{
+    okpu_kpu_layout_upload_channels(ram, row, src, width, height, 0, channels);
 }
 
 void okpu_kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
-                         uint32_t channels)
+                              uint32_t channels)
 {
-    okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
+    const okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
+    const size_t pitch = (size_t)l.row_len * OKPU_KPU_ROW_BYTES;
     const uint8_t *base = ram + (size_t)row * OKPU_KPU_ROW_BYTES;
     uint32_t c, y;
-    for (c = 0; c < channels; c++)
-        for (y = 0; y < height; y++, dst += width)
-            memcpy(dst, base + okpu_kpu_layout_offset(&l, height, c, y, 0), width);
+
+    for (c = 0; c < channels; c++) {
+        const uint8_t *src = base + okpu_kpu_layout_offset(&l, height, c, 0, 0);
+        for (y = 0; y < height; y++, dst += width, src += pitch)
+            memcpy(dst, src, width);
+    }
 }

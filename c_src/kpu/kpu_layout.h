@@ -23,6 +23,9 @@ size_t okpu_kpu_layout_offset(const okpu_kpu_layout *l, uint32_t height, uint32_
 /* Dense planar NCHW u8 <-> KPU layout at row `row` of `ram` (2 MiB). The caller checks the region fits. */
 void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
                        uint32_t channels);
+/* The channels [first, end) of a dense planar map `src` (channel c at src + c x width x height) into KPU layout. */
+void okpu_kpu_layout_upload_channels(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
+                                     uint32_t first, uint32_t end);
 void okpu_kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
                          uint32_t channels);
 
