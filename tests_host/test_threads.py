@@ -2,7 +2,9 @@
 """Threads: the emulator's worker pool (Model(threads=N)) and the binding releasing the GIL during run().
 
 - the real models (v3, v4, v5) give the same outputs and KPU RAM for threads=1, 2, 3, also with every layer split one
-  output channel (and one row of the x-offset plane) per task (OKPU_EMU_SPLIT_ALL=1);
+  output channel (and one input channel) per task (OKPU_EMU_SPLIT_ALL=1);
+- a layer writing over its own input rows (in place, or shifted a few rows) gives the NumPy reference's bytes on any
+  thread count: a depthwise layer's tasks load their own input channels only when its output misses its input;
 - the randomized bit-exact layer cases (test_kpu_bitexact.py: NumPy reference, every option set) pass with threads=3
   and every layer split;
 - two Python threads run two models at once and get what each gives alone; a Python thread makes progress while
@@ -24,6 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 _kpu = pytest.importorskip("_kpu")
 from openkpu import kmodel_writer as kw  # noqa: E402
 
+import kpu_reference as kref  # noqa: E402
 import test_kpu_bitexact as bx  # noqa: E402  (its case generator and check, run here on several threads)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,6 +98,38 @@ def heavy_model(seed):
                       bn_mul=[int(v) for v in rng.integers(1, 9, c)], bn_add=[0] * c, bn_shift=[15] * c,
                       act=kw.ActTable.linear(), src=0, dst=kw.kpu_map_rows(w, h, c), arg_x=-3, shr_x=1, main_out=0)
     return kw.V3Model(layers=[conv], outputs=[(0, w * h * c)]).to_bytes()
+
+
+@pytest.mark.parametrize("depthwise", [True, False])
+@pytest.mark.parametrize("shift", [0, 1, -1, 7])
+def test_layer_over_its_own_input(depthwise, shift, monkeypatch):
+    """dst = src + shift rows: every output channel must still be computed from the input as it was before the layer
+    (the emulator reads the whole input map before any output reaches KPU RAM), whatever the threads and the split."""
+    rng = np.random.default_rng(10 + shift)
+    w, h, c = 24, 10, 40  # two channels a KPU row (w <= 32): an output channel's rows interleave with input channels
+    rows = kw.kpu_map_rows(w, h, c)
+    src = 200
+    conv = kw.KpuConv(in_w=w, in_h=h, in_c=c, out_c=c, kernel=3, depthwise=depthwise,
+                      weights=rng.integers(0, 256, size=(c, 3, 3) if depthwise else (c, c, 3, 3)),
+                      bn_mul=[int(v) for v in rng.integers(1, 64, c)], bn_add=[int(v) for v in rng.integers(-99, 99, c)],
+                      bn_shift=[12] * c, act=kw.ActTable.linear(), src=src, dst=src + shift, arg_x=-5, shr_x=2,
+                      arg_w=-3, shr_w=1, main_out=0, pad_value=7)
+    assert abs(shift) < rows  # the regions overlap
+    data = kw.V3Model(layers=[conv], outputs=[(0, w * h * c)]).to_bytes()
+    x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
+    want, _ = kref.kpu_layer(x, conv)
+    for split in ("0", "1"):
+        monkeypatch.setenv("OKPU_EMU_SPLIT_ALL", split)
+        for threads in (1, 2, 3):
+            m = _kpu.Model(data, threads=threads)
+            m.set_input(0, x.tobytes())
+            m.run()
+            got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
+            assert np.array_equal(got, want), "threads=%d split %s: %d bytes differ" % (
+                threads, split, int((got != want).sum()))
+            ram = np.frombuffer(m.kpu_ram(), np.uint8)
+            assert np.array_equal(kref.kpu_download(ram, src + shift, c, h, w), want)
+            m.free()
 
 
 def test_two_models_run_concurrently():

@@ -68,7 +68,7 @@ enum {
     PART_W_TERM, /* the w-offset terms of a layer no prepare covered */
     /* one set per worker (emu_worker) */
     PART_ACTIVATED,
-    PART_WX_TERM, /* depthwise layers */
+    PART_WX_TERM, /* depthwise layers; a shared non-depthwise layer's part of the x-offset plane */
     PART_BOX,
     PART_COL,
     PART_ACC,
@@ -82,18 +82,43 @@ static uint64_t align8(uint64_t n)
     return (n + 7u) & ~(uint64_t)7u;
 }
 
-/* Below this many multiply-accumulates a layer runs on the calling thread alone (waking a worker costs more), and the
- * block holds one set of worker parts for it: a small model takes no more memory on many threads than on one. */
-#define PARALLEL_MIN_MACS 200000u
+/* Whether a layer's output channels are shared among the workers; a layer that is not runs on the calling thread
+ * alone, and the block holds one set of worker parts for it (a small model takes no more memory on many threads
+ * than on one). Sharing costs microseconds to hand out the work, and more to move data between the processors'
+ * caches: every channel of a non-depthwise layer reads the whole input map, half of which the other worker loaded.
+ * The limits are where sharing starts to pay on the real models' layers (measured on two processors, each layer
+ * timed shared and not): a non-depthwise layer needs enough multiply-accumulates and enough of them per input byte
+ * (out_channels x k x k: a 1x1 detection head with 4 to 12 outputs runs faster on one thread); every depthwise layer
+ * of those models gained. */
+#define SPLIT_MIN_MACS 200000u
+#define SPLIT_MIN_MACS_PER_BYTE 16u
+#define SPLIT_MIN_DW_CHANNELS 16u
 
-/* The sets of worker parts the layer `a` uses: 1, or every worker's when its channels are split. */
 static int layer_workers(const okpu_kpu_emu *e, const okpu_kpu_args *a)
 {
     const uint64_t k = okpu_kpu_kernel_size(a);
     const uint64_t macs = (uint64_t)a->in_width * a->in_height * (a->depthwise ? 1u : a->in_channels) * k * k *
                           a->out_channels; /* < 2^44: 10-bit fields, k <= 3 */
+    int split;
 
-    return e->nworkers > 1 && (e->split_all || macs >= PARALLEL_MIN_MACS) ? e->nworkers : 1;
+    if (e->nworkers < 2)
+        return 1;
+    if (a->depthwise)
+        split = a->out_channels >= SPLIT_MIN_DW_CHANNELS;
+    else
+        split = macs >= SPLIT_MIN_MACS && a->out_channels * k * k >= SPLIT_MIN_MACS_PER_BYTE;
+    return e->split_all || split ? e->nworkers : 1;
+}
+
+/* Tasks per worker: small enough tasks that a worker the OS delays (a busy machine) leaves its share to the others. */
+#define TASKS_PER_WORKER 4u
+
+/* Does a shared non-depthwise layer sum its x-offset plane from one part per worker (each adding the input channels it
+ * loaded, see input_task)? With fewer input channels than tasks (an image's three) the parts would cost more than
+ * they save: the plane is then computed after the load, in bands of rows (x_term_band). */
+static int x_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a)
+{
+    return !a->depthwise && layer_workers(e, a) > 1 && a->in_channels >= (uint32_t)e->nworkers * TASKS_PER_WORKER;
 }
 
 /* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path and for the
@@ -116,6 +141,8 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
     bad |= okpu_mul3(a->out_width, a->out_height, a->out_channels, OKPU_SIZE_LIMIT, &part[PART_OUT]);
     if (!e->reference) {
         bad |= okpu_mul_ovf(n, sizeof(int64_t), OKPU_SIZE_LIMIT, &part[a->depthwise ? PART_WX_TERM : PART_X_TERM]);
+        if (x_parts(e, a))
+            part[PART_WX_TERM] = part[PART_X_TERM]; /* each worker's part of the x-offset plane */
         part[PART_X_TABLE] = (k * k * 255u + 1u) * sizeof(int64_t);
         bad |= okpu_mul_ovf(n, sizeof(uint32_t), OKPU_SIZE_LIMIT, &part[PART_BOX]);
         part[PART_COL] = (w + 2u) * sizeof(uint32_t);
@@ -255,61 +282,149 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
     return e->reference ? OKPU_OK : w_terms_prepare(e, job, err);
 }
 
-/* Copy the input map out of KPU RAM into ic planes, each with a `pad`-wide border of pad_value. */
-static void load_input(const uint8_t *ram, const emu_layer *L, uint8_t *planes)
+/* Copy input channels [first, end) out of KPU RAM into their planes, each with a `pad`-wide border of pad_value. */
+static void load_planes(const uint8_t *ram, const emu_layer *L, uint32_t first, uint32_t end)
 {
     const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->w);
+    const size_t pitch = (size_t)layout.row_len * OKPU_KPU_ROW_BYTES; /* one image row to the next in KPU RAM */
     const uint8_t *base = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES;
+    uint8_t *planes = (uint8_t *)(uintptr_t)L->in; /* (the workers only read it once loaded) */
     uint32_t c, y;
 
     if (L->pad)
-        memset(planes, L->a->pad_value, L->plane * L->ic);
-    for (c = 0; c < L->ic; c++)
-        for (y = 0; y < L->h; y++)
-            memcpy(planes + c * L->plane + (size_t)(y + L->pad) * L->pitch + L->pad,
-                   base + okpu_kpu_layout_offset(&layout, L->h, c, y, 0), L->w);
+        memset(planes + first * L->plane, L->a->pad_value, L->plane * (end - first));
+    for (c = first; c < end; c++) {
+        const uint8_t *src = base + okpu_kpu_layout_offset(&layout, L->h, c, 0, 0);
+        uint8_t *dst = planes + c * L->plane + (size_t)L->pad * L->pitch + L->pad;
+        for (y = 0; y < L->h; y++, src += pitch, dst += L->pitch)
+            memcpy(dst, src, L->w);
+    }
 }
 
 /* A layer's output channels as tasks for the workers: each task a run of consecutive channels, each channel written
- * by exactly one task into its own place, so the bytes do not depend on which worker ran which task, or when. */
+ * by exactly one task into its own place (the dense output, its rows of KPU RAM, main memory), so the bytes do not
+ * depend on which worker ran which task, or when. */
 typedef struct channel_tasks {
     const emu_layer *L;
     const emu_shared *S; /* NULL: the reference path */
     emu_worker *worker;  /* one per worker */
-    uint8_t *out;
+    uint8_t *out;        /* the dense output */
+    uint8_t *ram;
+    uint8_t *main_out;   /* NULL: the output stays in KPU RAM */
+    int load;            /* a depthwise layer whose output rows miss its input rows: each task loads its own planes */
     uint32_t per_task;
 } channel_tasks;
 
 static void channel_task(void *ctx, int worker, uint32_t task)
 {
     const channel_tasks *T = ctx;
+    const emu_layer *L = T->L;
     const uint32_t first = task * T->per_task;
-    const uint32_t end = T->L->oc - first < T->per_task ? T->L->oc : first + T->per_task;
+    const uint32_t end = L->oc - first < T->per_task ? L->oc : first + T->per_task;
+    const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
     emu_worker *W = &T->worker[worker];
 
+    if (T->load)
+        load_planes(T->ram, L, first, end);
     if (T->S)
-        okpu_emu_channels_fast(T->L, first, end, T->S, W, T->out);
+        okpu_emu_channels_fast(L, first, end, T->S, W, T->out);
     else
-        okpu_emu_channels_reference(T->L, first, end, W->activated, T->out);
+        okpu_emu_channels_reference(L, first, end, W->activated, T->out);
+    /* Every input channel was read before any task started (or, with T->load, lies outside the output's rows). */
+    okpu_kpu_layout_upload_channels(T->ram, L->a->image_dst_addr, T->out, L->a->out_width, L->a->out_height, first,
+                                    end);
+    if (T->main_out)
+        memcpy(T->main_out + first * out_plane, T->out + first * out_plane, (end - first) * out_plane);
 }
 
-/* Tasks per worker: small enough tasks that a worker the OS delays (a busy machine) leaves its share to the others. */
-#define TASKS_PER_WORKER 4u
+/* The input planes in runs of channels, each run's x-offset terms added as soon as it is loaded (while its planes are
+ * in this processor's cache): the phase before the channels of a layer that cannot load in its channel tasks. With
+ * more than one worker, each adds into its own plane and x_sum_task sums them. */
+typedef struct input_tasks {
+    const uint8_t *ram;
+    const emu_layer *L;
+    const emu_shared *S; /* NULL: nothing to add (the reference path, a depthwise layer, arg_x = 0) */
+    emu_worker *worker;
+    int parts;           /* each worker adds into its own W->x_term (else into S->x_term) */
+    uint32_t per_task;
+} input_tasks;
 
-static uint32_t channels_per_task(const okpu_kpu_emu *e, const emu_layer *L)
+static void input_task(void *ctx, int worker, uint32_t task)
+{
+    const input_tasks *T = ctx;
+    const emu_layer *L = T->L;
+    const uint32_t first = task * T->per_task;
+    const uint32_t end = L->ic - first < T->per_task ? L->ic : first + T->per_task;
+    emu_worker *W = &T->worker[worker];
+    int64_t *x;
+
+    load_planes(T->ram, L, first, end);
+    if (!T->S)
+        return;
+    x = T->S->x_term;
+    if (T->parts) {
+        if (!W->x_started)
+            memset(W->x_term, 0, (size_t)L->w * L->h * sizeof *W->x_term);
+        W->x_started = 1;
+        x = W->x_term;
+    }
+    okpu_emu_x_term_add_channels(L, T->S, W, first, end, x);
+}
+
+/* The workers' x-offset planes summed (and finished) in bands of pixels. */
+typedef struct x_sum_tasks {
+    const emu_layer *L;
+    const emu_shared *S;
+    const emu_worker *worker;
+    int nworkers;
+    size_t per_task;
+} x_sum_tasks;
+
+static void x_sum_task(void *ctx, int worker, uint32_t task)
+{
+    const x_sum_tasks *T = ctx;
+    const size_t n = (size_t)T->L->w * T->L->h, first = task * T->per_task;
+    const size_t end = n - first < T->per_task ? n : first + T->per_task;
+    size_t p;
+    int k;
+
+    (void)worker;
+    for (p = first; p < end; p++) {
+        int64_t sum = 0;
+        for (k = 0; k < T->nworkers; k++)
+            if (T->worker[k].x_started)
+                sum += T->worker[k].x_term[p];
+        T->S->x_term[p] = sum;
+    }
+    okpu_emu_x_term_finish(T->L, T->S->x_term, first, end);
+}
+
+/* Channels per task when a layer's `n` input or output channels are shared out. */
+static uint32_t channels_per_task(const okpu_kpu_emu *e, const emu_layer *L, uint32_t n)
 {
     uint32_t tasks;
 
     if (layer_workers(e, L->a) < 2)
-        return e->split_all ? 1u : L->oc;
+        return e->split_all ? 1u : n;
     if (e->split_all)
         return 1;
     tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
-    return L->oc <= tasks ? 1u : (L->oc + tasks - 1u) / tasks;
+    return n <= tasks ? 1u : (n + tasks - 1u) / tasks;
 }
 
-/* The x-offset plane of a non-depthwise layer in bands of rows: each band is the same layer over fewer rows (its input
- * planes start at the band's first padded row, same pitch and plane stride), writing its own rows of x_term. */
+/* Do the rows the layer reads and the rows it writes in KPU RAM miss each other? */
+static int rows_disjoint(const okpu_kpu_args *a)
+{
+    const uint64_t in_end = (uint64_t)a->image_src_addr + okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
+    const uint64_t out_end =
+        (uint64_t)a->image_dst_addr + okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
+
+    return in_end <= a->image_dst_addr || out_end <= a->image_src_addr;
+}
+
+/* The x-offset plane of a non-depthwise layer in bands of rows, once every input channel is loaded: each band is the
+ * same layer over fewer rows (its input planes start at the band's first padded row, same pitch and plane stride),
+ * writing its own rows of x_term. */
 typedef struct x_term_bands {
     const emu_layer *L;
     const emu_shared *S;
@@ -321,34 +436,16 @@ static void x_term_band(void *ctx, int worker, uint32_t task)
 {
     const x_term_bands *B = ctx;
     const uint32_t y0 = task * B->rows;
+    int64_t *x = B->S->x_term + (size_t)y0 * B->L->w;
     emu_layer band = *B->L;
-    emu_shared shared = *B->S;
+    size_t n;
 
     band.h = B->L->h - y0 < B->rows ? B->L->h - y0 : B->rows;
     band.in = B->L->in + (size_t)y0 * B->L->pitch;
-    shared.x_term = B->S->x_term + (size_t)y0 * B->L->w;
-    okpu_emu_x_term_all_channels(&band, &shared, &B->worker[worker]);
-}
-
-/* Below this many tap sums (w x h x ic) the x-offset plane is computed on the calling thread alone. */
-#define PARALLEL_MIN_X_TERM 50000u
-
-static void x_term_plane(const okpu_kpu_emu *e, const emu_layer *L, emu_shared *S)
-{
-    x_term_bands B;
-    uint32_t bands;
-
-    if (layer_workers(e, L->a) < 2 || L->h < 2 || L->a->arg_x == 0 ||
-        (!e->split_all && (uint64_t)L->w * L->h * L->ic < PARALLEL_MIN_X_TERM)) {
-        okpu_emu_x_term_all_channels(L, S, &e->worker[0]);
-        return;
-    }
-    bands = (uint32_t)e->nworkers * TASKS_PER_WORKER;
-    B.L = L;
-    B.S = S;
-    B.worker = e->worker;
-    B.rows = e->split_all || L->h <= bands ? 1u : (L->h + bands - 1u) / bands;
-    okpu_workers_run(e->pool, (L->h + B.rows - 1u) / B.rows, x_term_band, &B);
+    n = (size_t)band.w * band.h;
+    memset(x, 0, n * sizeof *x);
+    okpu_emu_x_term_add_channels(&band, B->S, &B->worker[worker], 0, band.ic, x);
+    okpu_emu_x_term_finish(&band, x, 0, n);
 }
 
 static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
@@ -358,9 +455,8 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     emu_layer L;
     emu_shared S;
     channel_tasks T;
-    uint8_t *at[PART_COUNT], *out_dense, *next;
+    uint8_t *at[PART_COUNT], *next;
     uint64_t part[PART_COUNT], total;
-    size_t out_plane;
     uint32_t s;
     int rc, i, k;
 
@@ -393,6 +489,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         W->col = (uint32_t *)(void *)at[PART_COL];
         W->acc = (uint64_t *)(void *)at[PART_ACC];
         W->lut = at[PART_LUT];
+        W->share = (a->out_channels + (uint32_t)layer_workers(e, a) - 1u) / (uint32_t)layer_workers(e, a);
     }
 
     memset(&L, 0, sizeof L);
@@ -421,14 +518,17 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     L.sse41 = e->sse41;
     L.avx2 = e->avx2;
     L.in = at[PART_IN];
-    load_input(self->ram, &L, at[PART_IN]);
 
-    out_plane = (size_t)a->out_width * a->out_height;
-    out_dense = at[PART_OUT];
     memset(&T, 0, sizeof T);
     T.L = &L;
     T.worker = e->worker;
-    T.out = out_dense;
+    T.out = at[PART_OUT];
+    T.ram = self->ram;
+    T.main_out = job->main_out;
+    T.per_task = channels_per_task(e, &L, L.oc);
+    /* A depthwise channel reads its own input channel alone: its task can load it, unless another task's output
+     * could overwrite an input channel not yet loaded. Otherwise every input channel is loaded first. */
+    T.load = a->depthwise && rows_disjoint(a);
     if (!e->reference) {
         const w_terms *t = w_terms_find(e, job);
         memset(&S, 0, sizeof S);
@@ -443,17 +543,45 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         }
         okpu_emu_x_table_fill(&L, &S);
         okpu_emu_act_fast_init(&L.act, L.act_sorted, &S.act);
-        if (!a->depthwise)
-            x_term_plane(e, &L, &S);
         T.S = &S;
     }
-    T.per_task = channels_per_task(e, &L);
+    if (!T.load) {
+        /* the input (and, non-depthwise, the x-offset plane): see input_tasks */
+        const int adds = !e->reference && !a->depthwise && a->arg_x != 0;
+        const int bands = adds && layer_workers(e, a) > 1 && !x_parts(e, a);
+        const size_t n = (size_t)L.w * L.h;
+        input_tasks IT;
+        IT.ram = self->ram;
+        IT.L = &L;
+        IT.S = adds && !bands ? &S : NULL;
+        IT.worker = e->worker;
+        IT.per_task = channels_per_task(e, &L, L.ic);
+        IT.parts = adds && x_parts(e, a);
+        if (!e->reference && !a->depthwise && (!adds || !IT.parts))
+            memset(S.x_term, 0, n * sizeof *S.x_term);
+        okpu_workers_run(e->pool, (L.ic + IT.per_task - 1u) / IT.per_task, input_task, &IT);
+        if (IT.parts) {
+            x_sum_tasks XT;
+            const uint32_t tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
+            XT.L = &L;
+            XT.S = &S;
+            XT.worker = e->worker;
+            XT.nworkers = layer_workers(e, a);
+            XT.per_task = (n + tasks - 1u) / tasks;
+            okpu_workers_run(e->pool, (uint32_t)((n + XT.per_task - 1u) / XT.per_task), x_sum_task, &XT);
+        } else if (bands) {
+            x_term_bands B;
+            const uint32_t tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
+            B.L = &L;
+            B.S = &S;
+            B.worker = e->worker;
+            B.rows = e->split_all || L.h <= tasks ? 1u : (L.h + tasks - 1u) / tasks;
+            okpu_workers_run(e->pool, (L.h + B.rows - 1u) / B.rows, x_term_band, &B);
+        } else if (adds) {
+            okpu_emu_x_term_finish(&L, S.x_term, 0, n);
+        }
+    }
     okpu_workers_run(e->pool, (L.oc + T.per_task - 1u) / T.per_task, channel_task, &T);
-
-    /* Written only after the whole input was read: source and destination regions may overlap. */
-    okpu_kpu_layout_upload(self->ram, a->image_dst_addr, out_dense, a->out_width, a->out_height, L.oc);
-    if (job->main_out)
-        memcpy(job->main_out, out_dense, out_plane * L.oc);
     return OKPU_OK;
 }
 

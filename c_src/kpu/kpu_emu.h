@@ -122,7 +122,7 @@ void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const o
 struct emu_worker;
 /* Point c->lut at the worker's table of the activation of y, extended to cover the channel's [ylo, yhi] when that
  * pays (see kpu_emu_act.c). npix: pixels of this channel the pool reads; range_px: of all the channels of the
- * worker's range (the table computes at most twice that many entries for the range). */
+ * worker's share of the layer (the table computes at most half that many entries in the layer). */
 void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *c, struct emu_worker *W, size_t npix,
                      size_t range_px);
 /* out[x] = bn_act(acc[x] + xt[x] + w_const) for x = first, first + step, ... < end; acc is a32 (8-bit mode) or a64. */
@@ -143,14 +143,16 @@ typedef struct emu_shared {
 /* One worker's buffers. */
 typedef struct emu_worker {
     uint8_t *activated; /* w x h: one output channel after the activation */
-    int64_t *x_term;    /* w x h: a depthwise channel's x-offset terms */
+    int64_t *x_term;    /* w x h: a depthwise channel's x-offset terms, or this worker's part of a shared layer's */
+    int x_started;      /* x_term holds this worker's part of the current layer's (zeroed at its first use) */
     uint32_t *box;      /* w x h: one channel's tap sums */
     uint32_t *col;      /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode) */
     uint8_t *lut;       /* EMU_LUT_MAX bytes: the activation of y for y in [lut_lo, lut_lo + lut_n) */
     size_t lut_n;       /* entries valid (0 at the start of each layer: emu_run_layer clears the worker) */
     int64_t lut_lo;
-    size_t lut_filled;  /* entries computed for the current range, bounded by its pixel count */
+    size_t lut_filled;  /* entries computed for the current layer, bounded by the pixels of its share */
+    uint32_t share;     /* output channels of the layer this worker is expected to compute (oc / workers) */
 } emu_worker;
 
 /* Entries of a worker's activation table: real layers' y ranges (floor(alu * norm_mul / 2^norm_shift) + norm_add)
@@ -158,8 +160,13 @@ typedef struct emu_worker {
 #define EMU_LUT_MAX 65536u
 
 void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S);
-/* S->x_term of a non-depthwise layer (W: box and col scratch). */
-void okpu_emu_x_term_all_channels(const emu_layer *L, emu_shared *S, emu_worker *W);
+/* The x-offset plane of a non-depthwise layer: x[p] += the terms of input channels [first, end) (W: box and col
+ * scratch), then okpu_emu_x_term_finish once every channel is in. Integer sums, so channel ranges may be added in any
+ * order, into separate planes summed afterwards. */
+void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, emu_worker *W, uint32_t first,
+                                   uint32_t end, int64_t *x);
+/* Pixels [first, end) of the summed plane: one floor of the total per pixel (OKPU_CONV_OFFSET_ONCE), else as is. */
+void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t end);
 int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc);
 /* Output channels [oc_first, oc_end): conv + BN + activation + pool, each into out + oc * out_plane (the dense
  * output, out_width x out_height per channel). A worker runs one such range; ranges may run in parallel. */

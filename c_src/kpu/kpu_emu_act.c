@@ -151,7 +151,7 @@ static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const em
  * of the activation of every y in one range, grown as its channels need (it covers the union of the channels' ranges,
  * an interval whose ends are ends of ranges bn_fast_init bounded, so every y inside is bounded too), and a pixel costs
  * one multiply, one shift and one load. An entry costs about what a pixel costs on the search path, so the entries a
- * worker computes for a range of channels are at most half the pixels it computes; a channel the vector path takes
+ * worker computes in a layer are at most half the pixels of its share of the layer; a channel the vector path takes
  * with at most four segments uses the table only when it already covers its range. */
 static void lut_fill(const emu_layer *L, const emu_act_fast *A, uint8_t *t, int64_t y, size_t n)
 {

@@ -49,13 +49,15 @@ __attribute__((target("avx2"))) static void x_terms_avx2(const emu_layer *L, uin
     const __m256i arg = _mm256_set1_epi64x(L->a->arg_x), bias = _mm256_set1_epi64x((int64_t)1 << 62);
     const __m256i unbias = _mm256_set1_epi64x((int64_t)(((uint64_t)1 << 62) >> L->a->shr_x));
     const __m128i shr = _mm_cvtsi32_si128((int)L->a->shr_x);
+    /* 1x1: no border, so the plane is one row of w x h pixels (a narrow map then has no scalar tail per row) */
+    const uint32_t rows = L->k == 1 ? 1u : L->h, cols = L->k == 1 ? L->w * L->h : L->w;
     uint32_t x, y;
     int half;
 
-    for (y = 0; y < L->h; y++) {
+    for (y = 0; y < rows; y++) {
         const uint8_t *r0 = plane + (size_t)y * L->pitch, *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
         int64_t *d = dst + (size_t)y * L->w;
-        for (x = 0; x + 8 <= L->w; x += 8) { /* reads up to r2 + x + 9 < r2 + pitch */
+        for (x = 0; x + 8 <= cols; x += 8) { /* 3x3: reads up to r2 + x + 9 < r2 + pitch */
             __m256i sum = LOAD8(r0 + x);
             if (L->k == 3) {
                 sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r0 + x + 1), LOAD8(r0 + x + 2)));
@@ -73,7 +75,7 @@ __attribute__((target("avx2"))) static void x_terms_avx2(const emu_layer *L, uin
                 _mm256_storeu_si256(at, v);
             }
         }
-        for (; x < L->w; x++) {
+        for (; x < cols; x++) {
             uint32_t t = r0[x];
             int64_t v;
             if (L->k == 3)
@@ -96,33 +98,37 @@ void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S)
 }
 
 /* The x-offset plane of a non-depthwise layer: per input channel floored terms, or one floor of the total. */
-void okpu_emu_x_term_all_channels(const emu_layer *L, emu_shared *S, emu_worker *W)
+void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, emu_worker *W, uint32_t first,
+                                   uint32_t end, int64_t *x)
 {
     const size_t n = (size_t)L->w * L->h;
     size_t p;
     uint32_t c;
 
-    memset(S->x_term, 0, n * sizeof *S->x_term);
-    if (L->a->arg_x == 0)
-        return;
-    for (c = 0; c < L->ic; c++) {
+    for (c = first; c < end; c++) {
 #ifdef EMU_AVX2
         if (L->avx2 && L->a->shr_x <= 62u) {
-            x_terms_avx2(L, c, S, S->x_term, L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL ? XT_ADD : XT_SUM);
+            x_terms_avx2(L, c, S, x, L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL ? XT_ADD : XT_SUM);
             continue;
         }
 #endif
         channel_box_sums(L, c, W);
         if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
             for (p = 0; p < n; p++)
-                S->x_term[p] += S->x_table[W->box[p]];
+                x[p] += S->x_table[W->box[p]];
         else
             for (p = 0; p < n; p++)
-                S->x_term[p] += W->box[p];
+                x[p] += W->box[p];
     }
+}
+
+void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t end)
+{
+    size_t p;
+
     if (L->offset_mode == OKPU_CONV_OFFSET_ONCE)
-        for (p = 0; p < n; p++)
-            S->x_term[p] = okpu_asr64(L->a->arg_x * S->x_term[p], L->a->shr_x);
+        for (p = first; p < end; p++)
+            x[p] = okpu_asr64(L->a->arg_x * x[p], L->a->shr_x);
 }
 
 /* Depthwise: one channel, so both offset modes give floor(arg_x * sum(x) / 2^shr_x), into W->x_term. */
@@ -550,8 +556,7 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
 }
 
 /* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
-static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W,
-                      uint32_t channels)
+static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W)
 {
     const runs R = plane_runs(L);
     const uint32_t *acc32 = (const uint32_t *)(const void *)W->acc;
@@ -578,7 +583,7 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, co
     okpu_emu_bn_channel_init(L, &S->act, bn, has_range, lo, hi, &bc);
     if (has_range) {
         const size_t npix = (size_t)R.count * ((R.span - R.x_first + R.x_step - 1) / R.x_step);
-        okpu_emu_bn_lut(L, &S->act, &bc, W, npix, npix * channels);
+        okpu_emu_bn_lut(L, &S->act, &bc, W, npix, npix * W->share);
     }
     for (r = 0; r < R.count; r++) {
         const size_t first = (size_t)r * R.row_step * L->w;
@@ -617,12 +622,11 @@ void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_e
     uint32_t oc;
 
     /* The table holds the activation of this layer (emu_run_layer clears the worker's at each layer), so it stays
-     * valid from one of the worker's ranges to the next; the fill budget is per range. */
-    W->lut_filled = 0;
+     * valid from one of the worker's ranges to the next; the fill budget is the worker's share of the layer. */
     for (oc = oc_first; oc < oc_end; oc++) {
         okpu_kpu_bn bn;
         okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
-        conv_fast(L, oc, &bn, S, W, oc_end - oc_first);
+        conv_fast(L, oc, &bn, S, W);
         pool_fast(L, W->activated, out + oc * out_plane);
     }
 }
