@@ -394,3 +394,102 @@ def test_iris_like_graph_output_shape_inference():
     (out,), m = run_model([node_t, node_m], f32(x), F32, [mr(MAIN, F32, 64, 12)], 76, consts=f32(wt))
     close(out, ref.matmul(x, wt.reshape(3, 4).T.ravel(), [0, 0, 0], 1, 4, 3), atol=1e-5)
     assert m.output(0)[1:6] == ("f", 1, 3, 1, 1)
+
+
+# ---- randomized: the fast forms of quantized_binary, pad and transpose against the reference ----
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+SETTINGS = settings(max_examples=int(os.environ.get("OPENKPU_V4_OP_EXAMPLES", "60")), deadline=None,
+                    derandomize=True)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_quantized_binary_random(data):
+    """Same-shape (the per-operand tables and the branch-free half-up shift) and broadcast inputs, any op, any
+    rounding, offsets, multipliers and shifts from the ordinary to the extreme."""
+    draw = data.draw
+    op = draw(st.integers(0, 5), label="op")
+    mode = draw(st.sampled_from(sorted(ROUND_MODES)), label="mode")
+    so = tuple(draw(st.lists(st.integers(1, 5), min_size=4, max_size=4), label="shape"))
+    sb = so if draw(st.booleans(), label="same shape") else tuple(
+        d if draw(st.booleans()) else 1 for d in so)
+    # small multipliers and shifts put every remainder, exact halves included, under the rounding
+    shift = st.one_of(st.integers(0, 63), st.integers(1, 4), st.sampled_from([0, 1, 31, 62, 63]))
+    mul = st.one_of(st.integers(-2 ** 31, 2 ** 31 - 1), st.integers(-9, 9), st.sampled_from([-2 ** 31, 1]))
+    off = st.integers(-300, 300)
+    p = (draw(off), draw(mul), draw(shift), draw(off), draw(mul), draw(shift), draw(off), draw(mul), draw(shift))
+    na, nb = int(np.prod(so)), int(np.prod(sb))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    a = rng.integers(0, 256, na, dtype=np.uint8)
+    b = rng.integers(0, 256, nb, dtype=np.uint8)
+    node = kw.quantized_binary(mr(MAIN, U8, 0, na), mr(MAIN, U8, na, nb), mr(MAIN, U8, na + nb, na), op, so, sb, so,
+                               *p)
+    (out,), _ = run_model([node], np.concatenate([a, b]).tobytes(), U8, [mr(MAIN, U8, na + nb, na)],
+                          2 * na + nb, v4_round=ROUND_MODES[mode])
+    want = ref.quantized_binary(a, b, op, so, sb, so, p, mode)
+    assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist()
+
+
+@SETTINGS
+@given(data=st.data())
+def test_pad_random(data):
+    """Row-wise pad: positive, zero and negative (cropping) paddings on every axis, 1- and 4-byte elements."""
+    draw = data.draw
+    ins = tuple(draw(st.lists(st.integers(1, 5), min_size=4, max_size=4), label="shape"))
+    pads = []
+    for d in ins:
+        before = draw(st.integers(-(d - 1), 3))
+        after = draw(st.integers(-(d - 1 + min(before, 0)), 3))
+        pads.append((before, after))
+    f32_elems = draw(st.booleans(), label="f32")
+    n = int(np.prod(ins))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    if f32_elems:
+        x = rng.standard_normal(n).astype(np.float32)
+        want = ref.pad(x, ins, pads, -1.5, np.float32)
+        node = kw.pad(mr(MAIN, F32, 0, n * 4), mr(MAIN, F32, n * 4, want.size * 4), ins, pads, -1.5)
+        (out,), _ = run_model([node], f32(x), F32, [mr(MAIN, F32, n * 4, want.size * 4)], (n + want.size) * 4)
+        assert as_f32(out).tolist() == want.ravel().tolist()
+    else:
+        x = rng.integers(0, 256, n, dtype=np.uint8)
+        want = ref.pad(x, ins, pads, 77, np.uint8)
+        node = kw.pad(mr(MAIN, U8, 0, n), mr(MAIN, U8, n, want.size), ins, pads, 77)
+        (out,), _ = run_model([node], x.tobytes(), U8, [mr(MAIN, U8, n, want.size)], n + want.size)
+        assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist()
+
+
+@SETTINGS
+@given(data=st.data())
+def test_transpose_random(data):
+    """Every permutation of random shapes, 1- and 4-byte elements."""
+    draw = data.draw
+    ins = tuple(draw(st.lists(st.integers(1, 6), min_size=4, max_size=4), label="shape"))
+    perm = tuple(draw(st.permutations(range(4)), label="perm"))
+    dtype = draw(st.sampled_from([U8, F32]), label="dtype")
+    npdt, es = (np.uint8, 1) if dtype == U8 else (np.float32, 4)
+    n = int(np.prod(ins))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    x = (rng.integers(0, 256, n) if dtype == U8 else rng.standard_normal(n)).astype(npdt)
+    node = kw.transpose(mr(MAIN, dtype, 0, n * es), mr(MAIN, dtype, n * es, n * es), ins, perm)
+    (out,), _ = run_model([node], x.tobytes(), dtype, [mr(MAIN, dtype, n * es, n * es)], 2 * n * es)
+    assert out == ref.transpose(x, ins, perm, npdt).tobytes()
+
+
+@pytest.mark.parametrize("mode", sorted(ROUND_MODES))
+@pytest.mark.parametrize("out_shift", [0, 1, 2, 3, 7, 31, 62, 63])
+def test_quantized_binary_same_shape_every_remainder(mode, out_shift):
+    """Operands rescaled by exactly 1 (2^30 >> 30) and output multipliers 1, 3 and -3, so the op's values land on every
+    remainder of the output shift, exact halves included: each rounding rule is seen at its ties."""
+    shape = (1, 2, 16, 16)
+    a = np.arange(512, dtype=np.int64).astype(np.uint8)
+    b = np.random.default_rng(out_shift).integers(0, 256, 512, dtype=np.uint8)
+    for op in range(6):
+        for out_mul in (1, 3, -3):
+            p = (-128, 1 << 30, 30, -100, 1 << 30, 30, 128, out_mul, out_shift)
+            node = kw.quantized_binary(mr(MAIN, U8, 0, 512), mr(MAIN, U8, 512, 512), mr(MAIN, U8, 1024, 512), op,
+                                       shape, shape, shape, *p)
+            (out,), _ = run_model([node], np.concatenate([a, b]).tobytes(), U8, [mr(MAIN, U8, 1024, 512)], 1536,
+                                  v4_round=ROUND_MODES[mode])
+            want = ref.quantized_binary(a, b, op, shape, shape, shape, p, mode)
+            assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, out_mul)

@@ -14,12 +14,18 @@
 
 /* ---- integer helpers (core/arith.h) ---- */
 
-int32_t okpu_v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode)
+/* (inline here: the kernels below call it per element) */
+static inline int32_t mul_shift_v4(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode)
 {
     /* nncase passes the shift as uint8_t; a mode nncase has no name for takes its own rounding, half up */
     if (mode != OKPU_ROUND_SDK_CARRY && mode != OKPU_ROUND_HALF_EVEN)
         mode = OKPU_ROUND_HALF_UP;
     return okpu_wrap_i32(okpu_mul_shift(v, mul, (unsigned)(uint8_t)shift, mode));
+}
+
+int32_t okpu_v4_mul_shift(int32_t v, int32_t mul, int32_t shift, okpu_round_mode mode)
+{
+    return mul_shift_v4(v, mul, shift, mode);
 }
 
 int64_t okpu_v4_windowed_size(int64_t size, int64_t filter, int64_t stride, int64_t dilation, int64_t pad_before,
@@ -112,21 +118,55 @@ static int32_t bin_i(int op, int32_t a, int32_t b)
     }
 }
 
-static uint8_t qbin1(uint8_t av, uint8_t bv, int op, const okpu_v4_qbin_params *p, okpu_round_mode mode)
+/* Each operand's rescale, mul_shift(x + offset), depends on its byte alone: a table of 256 (cheaper than two
+ * multiply-shifts per element once a tensor has more than a few hundred). */
+static void qbin_table(int32_t t[256], int32_t offset, int32_t mul, int32_t shift, okpu_round_mode mode)
 {
-    int32_t a = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)av + p->a_offset), p->a_mul, p->a_shift, mode);
-    int32_t b = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)bv + p->b_offset), p->b_mul, p->b_shift, mode);
-    int32_t o = okpu_v4_mul_shift(bin_i(op, a, b), p->out_mul, p->out_shift, mode);
-    return okpu_clamp_u8((int64_t)o + p->out_offset);
+    int v;
+    for (v = 0; v < 256; v++)
+        t[v] = mul_shift_v4(okpu_wrap_i32((int64_t)v + offset), mul, shift, mode);
+}
+
+static inline uint8_t qbin_out(int32_t v, int32_t mul, int32_t shift, int32_t offset, okpu_round_mode mode)
+{
+    return okpu_clamp_u8((int64_t)mul_shift_v4(v, mul, shift, mode) + offset);
 }
 
 void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
                           const int32_t so[4], int op, const okpu_v4_qbin_params *p, okpu_round_mode mode)
 {
+    /* (in locals: stores through the uint8_t output could alias *p, which the compiler would then reload) */
+    const int32_t mul = p->out_mul, shift = p->out_shift, offset = p->out_offset;
+    int32_t ta[256], tb[256];
+
+    qbin_table(ta, p->a_offset, p->a_mul, p->a_shift, mode);
+    qbin_table(tb, p->b_offset, p->b_mul, p->b_shift, mode);
     if (same_shape(sa, sb)) {
         size_t i, n = prod4(sa);
-        for (i = 0; i < n; i++)
-            out[i] = qbin1(a[i], b[i], op, p, mode);
+        /* one loop per rounding mode, the mode a constant in each */
+#define QBIN_LOOP(MODE)                                                                                           \
+    for (i = 0; i < n; i++)                                                                                       \
+        out[i] = qbin_out(bin_i(op, ta[a[i]], tb[b[i]]), mul, shift, offset, MODE);
+        if (mode == OKPU_ROUND_SDK_CARRY) {
+            QBIN_LOOP(OKPU_ROUND_SDK_CARRY)
+        } else if (mode == OKPU_ROUND_HALF_EVEN) {
+            QBIN_LOOP(OKPU_ROUND_HALF_EVEN)
+        } else if ((uint8_t)shift >= 1 && (uint8_t)shift <= 62) {
+            /* half up (every other mode is, here: mul_shift_v4) with the usual shifts: p = v * mul is an int32 product,
+             * |p| <= 2^62, so p + 2^(s-1) does not wrap, and floor(x / 2^s) is a logical shift of x + 2^62 less
+             * 2^(62-s): no branch on the sign */
+            const unsigned sh = (uint8_t)shift;
+            const int64_t half = (int64_t)1 << (sh - 1);
+            const uint64_t bias = (uint64_t)1 << 62;
+            for (i = 0; i < n; i++) {
+                const int64_t q = (int64_t)bin_i(op, ta[a[i]], tb[b[i]]) * mul + half;
+                out[i] = okpu_clamp_u8((int64_t)okpu_wrap_i32((int64_t)(((uint64_t)q + bias) >> sh) -
+                                                              (int64_t)(bias >> sh)) + offset);
+            }
+        } else {
+            QBIN_LOOP(OKPU_ROUND_HALF_UP)
+        }
+#undef QBIN_LOOP
     } else {
         int32_t d0, d1, d2, d3;
         for (d0 = 0; d0 < so[0]; d0++)
@@ -137,7 +177,8 @@ void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out,
                                          d3 < sa[3] ? d3 : 0);
                         size_t ib = off4(sb, d0 < sb[0] ? d0 : 0, d1 < sb[1] ? d1 : 0, d2 < sb[2] ? d2 : 0,
                                          d3 < sb[3] ? d3 : 0);
-                        out[off4(so, d0, d1, d2, d3)] = qbin1(a[ia], b[ib], op, p, mode);
+                        out[off4(so, d0, d1, d2, d3)] = qbin_out(bin_i(op, ta[a[ia]], tb[b[ib]]), mul, shift, offset,
+                                                                 mode);
                     }
     }
 }
@@ -245,7 +286,7 @@ void okpu_v4k_quantized_conv2d(const uint8_t *in, uint8_t *out, const uint8_t *w
                                 }
                             }
                         }
-                        r = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                        r = mul_shift_v4(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
                         out[o++] = okpu_clamp_u8((int64_t)r + p->output_offset);
                     }
             }
@@ -310,14 +351,27 @@ static int64_t sat_i32f(float v) /* RISC-V fcvt.w.s saturation: NaN -> INT32_MAX
     return (int64_t)v;
 }
 
-static float round_half_even(float v)
+/* floorf without the library call (the same for every float but NaN, checked exhaustively): a float of magnitude
+ * 2^23 or more is an integer already (or inf), zero keeps its sign; otherwise the conversion to int32 truncates
+ * exactly. v is not NaN. */
+static inline float floor_f(float v)
 {
-    float fl = floorf(v), d = v - fl;
+    float t;
+    if (!(v > -8388608.0f && v < 8388608.0f) || v == 0.0f)
+        return v;
+    t = (float)(int32_t)v;
+    return t > v ? t - 1.0f : t;
+}
+
+/* v is not NaN. fl is an integer: even when its magnitude is 2^24 or more, else by its low bit. */
+static inline float round_half_even(float v)
+{
+    float fl = floor_f(v), d = v - fl;
     if (d > 0.5f)
         return fl + 1.0f;
     if (d < 0.5f)
         return fl;
-    return (fmodf(fl, 2.0f) == 0.0f) ? fl : fl + 1.0f;
+    return (fabsf(fl) >= 16777216.0f || ((int32_t)fl & 1) == 0) ? fl : fl + 1.0f;
 }
 
 void okpu_v4k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
@@ -363,58 +417,85 @@ void okpu_v4k_quantized_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out,
                 int32_t bv = okpu_wrap_i32((int64_t)b[(size_t)i * b_cols + c] + b_offset);
                 acc += (uint32_t)okpu_wrap_i32((int64_t)av * bv);
             }
-            v = okpu_v4_mul_shift((int32_t)okpu_wrap_i32((int64_t)acc), out_mul, out_shift, mode);
+            v = mul_shift_v4((int32_t)okpu_wrap_i32((int64_t)acc), out_mul, out_shift, mode);
             out[(size_t)r * b_cols + c] = okpu_clamp_u8((int64_t)v + out_offset);
         }
 }
 
 /* ---- pad / transpose / slice ---- */
 
+/* es bytes of `value`, n times from out. */
+static uint8_t *fill_elems(uint8_t *out, const uint8_t value[4], uint32_t es, size_t n)
+{
+    size_t i;
+    if (es == 1) {
+        memset(out, value[0], n);
+        return out + n;
+    }
+    for (i = 0; i < n; i++, out += es)
+        memcpy(out, value, es);
+    return out;
+}
+
+/* Row by row of the output's last dimension: pad_value, the input row's kept span, pad_value. A negative padding
+ * crops: the output coordinate d reads input d - before on every axis. */
 void okpu_v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
              const uint8_t pad_value[4], uint32_t es)
 {
-    int32_t os[4], d[4], k;
-    for (k = 0; k < 4; k++)
+    int32_t os[4], lo[4], hi[4], d0, d1, d2, k;
+    for (k = 0; k < 4; k++) {
         os[k] = in_shape[k] + paddings[2 * k] + paddings[2 * k + 1];
-    for (d[0] = 0; d[0] < os[0]; d[0]++)
-        for (d[1] = 0; d[1] < os[1]; d[1]++)
-            for (d[2] = 0; d[2] < os[2]; d[2]++)
-                for (d[3] = 0; d[3] < os[3]; d[3]++) {
-                    int inside = 1;
-                    for (k = 0; k < 4; k++)
-                        if (d[k] < paddings[2 * k] || d[k] >= os[k] - paddings[2 * k + 1])
-                            inside = 0;
-                    if (inside) {
-                        size_t src = off4(in_shape, d[0] - paddings[0], d[1] - paddings[2], d[2] - paddings[4],
-                                          d[3] - paddings[6]);
-                        memcpy(out, in + src * es, es);
-                    } else {
-                        memcpy(out, pad_value, es);
-                    }
-                    out += es;
+        /* the output coordinates that read the input: [lo, hi) */
+        lo[k] = paddings[2 * k] > 0 ? paddings[2 * k] : 0;
+        hi[k] = paddings[2 * k + 1] > 0 ? os[k] - paddings[2 * k + 1] : os[k];
+    }
+    for (d0 = 0; d0 < os[0]; d0++)
+        for (d1 = 0; d1 < os[1]; d1++)
+            for (d2 = 0; d2 < os[2]; d2++) {
+                if (d0 < lo[0] || d0 >= hi[0] || d1 < lo[1] || d1 >= hi[1] || d2 < lo[2] || d2 >= hi[2] ||
+                    lo[3] >= hi[3]) {
+                    out = fill_elems(out, pad_value, es, (size_t)os[3]);
+                    continue;
                 }
+                out = fill_elems(out, pad_value, es, (size_t)lo[3]);
+                memcpy(out,
+                       in + off4(in_shape, d0 - paddings[0], d1 - paddings[2], d2 - paddings[4], lo[3] - paddings[6]) * es,
+                       (size_t)(hi[3] - lo[3]) * es);
+                out += (size_t)(hi[3] - lo[3]) * es;
+                out = fill_elems(out, pad_value, es, (size_t)(os[3] - hi[3]));
+            }
 }
 
+/* Element by element in nncase's loop order (o[3] outermost, o[0] innermost), the offsets stepped rather than
+ * recomputed. */
 void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4], uint32_t es)
 {
-    int32_t os[4], o[4], i[4], k;
-    for (k = 0; k < 4; k++)
+    size_t in_stride[4], out_stride[4], step[4], o3, o2, o1, o0;
+    int32_t os[4];
+    int k;
+
+    in_stride[3] = es;
+    for (k = 2; k >= 0; k--)
+        in_stride[k] = in_stride[k + 1] * (size_t)in_shape[k + 1];
+    for (k = 0; k < 4; k++) {
         os[k] = in_shape[perm[k]];
-    /* nncase's loop order: o[3] outermost, o[0] innermost */
-    for (o[3] = 0; o[3] < os[3]; o[3]++) {
-        i[perm[3]] = o[3];
-        for (o[2] = 0; o[2] < os[2]; o[2]++) {
-            i[perm[2]] = o[2];
-            for (o[1] = 0; o[1] < os[1]; o[1]++) {
-                i[perm[1]] = o[1];
-                for (o[0] = 0; o[0] < os[0]; o[0]++) {
-                    i[perm[0]] = o[0];
-                    memcpy(out + off4(os, o[0], o[1], o[2], o[3]) * es, in + off4(in_shape, i[0], i[1], i[2], i[3]) * es,
-                           es);
-                }
-            }
-        }
+        step[k] = in_stride[perm[k]]; /* output axis k walks input axis perm[k] */
     }
+    out_stride[3] = es;
+    for (k = 2; k >= 0; k--)
+        out_stride[k] = out_stride[k + 1] * (size_t)os[k + 1];
+    for (o3 = 0; o3 < (size_t)os[3]; o3++)
+        for (o2 = 0; o2 < (size_t)os[2]; o2++)
+            for (o1 = 0; o1 < (size_t)os[1]; o1++) {
+                const uint8_t *src = in + o3 * step[3] + o2 * step[2] + o1 * step[1];
+                uint8_t *dst = out + o3 * out_stride[3] + o2 * out_stride[2] + o1 * out_stride[1];
+                if (es == 1)
+                    for (o0 = 0; o0 < (size_t)os[0]; o0++)
+                        dst[o0 * out_stride[0]] = src[o0 * step[0]];
+                else
+                    for (o0 = 0; o0 < (size_t)os[0]; o0++)
+                        memcpy(dst + o0 * out_stride[0], src + o0 * step[0], es);
+            }
 }
 
 static int slice_more(int64_t i, int64_t stop, int64_t stride)
@@ -753,7 +834,7 @@ static void cpu_qconv(const uint8_t *in, uint8_t *out, const uint8_t *weights, c
                             }
                         }
                     }
-                    r = okpu_v4_mul_shift(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
+                    r = mul_shift_v4(okpu_wrap_i32((int64_t)acc), p->output_mul, p->output_shift, mode);
                     out[o++] = okpu_clamp_u8((int64_t)okpu_wrap_i32((int64_t)r + p->output_offset));
                 }
             }
