@@ -442,6 +442,27 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
                                      L->act_sorted, L->round);
         return;
     }
+#ifdef EMU_SSE41
+    if (step > 1 && (c->lut || c->vec) && L->sse41) {
+        /* A strided pool reads every step-th pixel: gather those into a run for the vector paths, same values */
+        enum { RUN = 128 };
+        uint64_t acc[RUN];
+        int64_t xts[RUN];
+        uint8_t res[RUN];
+        while (x < end) {
+            const size_t start = x;
+            size_t n = 0, i;
+            for (; x < end && n < RUN; x += step, n++) {
+                acc[n] = a32 ? a32[x] : a64[x];
+                xts[n] = xt[x];
+            }
+            okpu_emu_bn_act_row(L, A, c, NULL, acc, xts, w_const, res, 0, n, 1);
+            for (i = 0; i < n; i++)
+                out[start + i * step] = res[i];
+        }
+        return;
+    }
+#endif
     if (c->lut) {
         const uint8_t *t = c->lut;
         const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
