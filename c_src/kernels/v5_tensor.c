@@ -17,19 +17,30 @@ static void st_f32(uint8_t *p, float f)
     memcpy(p, &f, 4);
 }
 
-/* Call fn(src element, dst element) for every index of nd in row-major order. Offsets in elements. */
+/* Run the statement for every index of nd in row-major order, with si_ / di_ the element offsets of the source and the
+ * destination and idx_ the index. The last axis is a plain loop (the statement runs per element: the step there
+ * costs an add, not a walk over the axes); the other axes advance after it, odometer-style. Rank 0 is one element;
+ * a zero extent anywhere gives none. */
 #define ND_WALK(nd, ...)                                                                                              \
     do {                                                                                                              \
         uint32_t idx_[OKPU_V5_MAX_RANK] = {0};                                                                        \
-        uint64_t total_ = 1;                                                                                          \
-        uint64_t it_;                                                                                                 \
+        const uint32_t last_ = (nd)->rank ? (nd)->rank - 1u : 0u;                                                     \
+        const uint32_t n_ = (nd)->rank ? (nd)->shape[last_] : 1u;                                                     \
+        const int64_t sstep_ = (nd)->rank ? (nd)->in_stride[last_] : 0;                                              \
+        const int64_t dstep_ = (nd)->rank ? (nd)->out_stride[last_] : 0;                                             \
+        uint64_t outer_ = 1, o_;                                                                                      \
         int64_t si_ = 0, di_ = 0;                                                                                     \
         uint32_t r_;                                                                                                  \
-        for (r_ = 0; r_ < (nd)->rank; r_++)                                                                           \
-            total_ *= (nd)->shape[r_];                                                                                \
-        for (it_ = 0; it_ < total_; it_++) {                                                                          \
-            __VA_ARGS__;                                                                                               \
-            for (r_ = (nd)->rank; r_-- > 0;) {                                                                        \
+        for (r_ = 0; r_ < last_; r_++)                                                                                \
+            outer_ *= (nd)->shape[r_];                                                                                \
+        for (o_ = 0; o_ < outer_; o_++) {                                                                             \
+            for (idx_[last_] = 0; idx_[last_] < n_; idx_[last_]++, si_ += sstep_, di_ += dstep_) {                   \
+                __VA_ARGS__;                                                                                           \
+            }                                                                                                         \
+            si_ -= sstep_ * (int64_t)n_;                                                                              \
+            di_ -= dstep_ * (int64_t)n_;                                                                              \
+            idx_[last_] = 0;                                                                                          \
+            for (r_ = last_; r_-- > 0;) {                                                                             \
                 si_ += (nd)->in_stride[r_];                                                                           \
                 di_ += (nd)->out_stride[r_];                                                                          \
                 if (++idx_[r_] < (nd)->shape[r_])                                                                     \
@@ -48,29 +59,35 @@ void okpu_v5_k_copy(const okpu_v5_copy_args *a)
     ND_WALK(&a->nd, memmove(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
 }
 
-float okpu_v5_round_even(float x)
+/* (inline here: quantize calls it per element) */
+static inline float round_even(float x)
 {
     /* 2^23: from there on every float is an integer */
     const float big = 8388608.0f;
-    float r;
+    long t;
+    float diff;
+    int odd, up, down;
     if (!(x < big && x > -big))
         return x;
-    r = (float)(long)x; /* truncated */
-    {
-        float diff = x - r;
-        if (diff > 0.5f || (diff == 0.5f && ((long)r & 1)))
-            r += 1.0f;
-        else if (diff < -0.5f || (diff == -0.5f && ((long)r & 1)))
-            r -= 1.0f;
-    }
-    return r;
+    t = (long)x; /* truncated, exact */
+    diff = x - (float)t;
+    odd = (int)(t & 1);
+    /* comparisons as 0/1 rather than branches: the data decides them, so branches would be mispredicted */
+    up = (diff > 0.5f) | ((diff == 0.5f) & odd);
+    down = (diff < -0.5f) | ((diff == -0.5f) & odd);
+    return (float)t + (float)(up - down);
+}
+
+float okpu_v5_round_even(float x)
+{
+    return round_even(x);
 }
 
 void okpu_v5_k_quantize(const okpu_v5_quant_args *a)
 {
     const int lo = a->qtype == OKPU_V5_DT_I8 ? -128 : 0, hi = a->qtype == OKPU_V5_DT_I8 ? 127 : 255;
     ND_WALK(&a->nd, {
-        float v = okpu_v5_round_even(ld_f32(a->src + si_ * 4) * a->scale + a->bias);
+        float v = round_even(ld_f32(a->src + si_ * 4) * a->scale + a->bias);
         /* NaN (a NaN scale or bias in the file) takes the low end, as the x86 Simulator's cast does; (int)NaN is UB */
         int q = !(v >= (float)lo) ? lo : v > (float)hi ? hi : (int)v;
         a->dst[di_] = (uint8_t)q;
@@ -450,7 +467,7 @@ static float unary(uint32_t op, float x)
     case OKPU_V5_UN_NEG:
         return -x;
     case OKPU_V5_UN_ROUND: /* rintf: half to even */
-        return okpu_v5_round_even(x);
+        return round_even(x);
     case OKPU_V5_UN_RSQRT: /* 1 / sqrtf(x): two roundings */
         return 1.0f / (float)sqrt((double)x);
     case OKPU_V5_UN_SIGN:

@@ -9,12 +9,14 @@
  * and checks the helpers give their results bit for bit over every input each accepted; the one deliberate
  * difference, round.c turning a shift of 63 into 62, is checked to be gone. */
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../../c_src/core/arith.h"
 #include "../../c_src/kernels/neutral_kernels.h"
+#include "../../c_src/kernels/v5_kernels.h"
 #include "ctest.h"
 
 __extension__ typedef __int128 i128;
@@ -415,10 +417,43 @@ static void test_same_as_before(void)
            failed == before ? "reproduced bit for bit" : "NOT reproduced");
 }
 
+/* kmodel v5's round-half-even of floats (its quantize) against the C library's nearbyintf in the default rounding
+ * mode, round to nearest even: every 997th float over the whole range, and every float within a few ulps of the
+ * halves and integers in [-64, 64] (ties and their neighbours). Compared as values: the kernel rounds (-0.5, 0) to
+ * +0 where nearbyintf gives -0, the same integer for quantize. */
+static void test_v5_round_even(void)
+{
+    uint64_t u;
+    int k, d, before = failed;
+    float x, want, got;
+
+    for (u = 0; u < ((uint64_t)1 << 32) && failed - before < 5; u += 997) {
+        const uint32_t bits = (uint32_t)u;
+        memcpy(&x, &bits, 4);
+        want = nearbyintf(x);
+        got = okpu_v5_round_even(x);
+        CHECK(want == got || (want != want && got != got), "okpu_v5_round_even(%a) = %a, nearbyintf %a", (double)x,
+              (double)got, (double)want);
+    }
+    for (k = -128; k <= 128; k++)
+        for (d = -4; d <= 4; d++) {
+            uint32_t bits;
+            x = (float)k * 0.5f;
+            memcpy(&bits, &x, 4);
+            bits = (uint32_t)((int64_t)bits + d);
+            memcpy(&x, &bits, 4);
+            want = nearbyintf(x);
+            got = okpu_v5_round_even(x);
+            CHECK(want == got || (want != want && got != got), "okpu_v5_round_even(%a) = %a, nearbyintf %a", (double)x,
+                  (double)got, (double)want);
+        }
+}
+
 int main(void)
 {
     make_edges();
     test_against_definitions();
     test_same_as_before();
+    test_v5_round_even();
     return ctest_summary();
 }
