@@ -52,7 +52,8 @@ def _int_op(op, a, b):
     elif op == 2:
         r = a * b
     elif op == 3:
-        n = a + np.trunc(b / 2).astype(np.int64)
+        # (a + b / 2) / b in int32: the sum wraps as the K210's 32-bit add does
+        n = (a + np.trunc(b / 2).astype(np.int64)).astype(np.uint32).astype(np.int32).astype(np.int64)
         safe = np.where(b == 0, 1, b)
         q = np.trunc(n / safe).astype(np.int64)
         r = np.where(b == 0, -1, q)
