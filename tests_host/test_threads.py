@@ -37,6 +37,7 @@ REAL = [
     "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel",
     "yolo2_voc20_v4_nncase/yolo.kmodel",
     "ulffd_face_v4_nncase/slim-320.kmodel",
+    "ulffd_face_v4_nncase/RFB-320.kmodel",  # its quantize and quantized_binary are big enough to be split
     "kmodel_v5_nncase/convnet_u8_v190.kmodel",
     "kmodel_v5_nncase/yolo320_v190.kmodel",
     "kmodel_v5_nncase/yolox_nano_224.kmodel",

@@ -493,3 +493,35 @@ def test_quantized_binary_same_shape_every_remainder(mode, out_shift):
                                   v4_round=ROUND_MODES[mode])
             want = ref.quantized_binary(a, b, op, shape, shape, shape, p, mode)
             assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, out_mul)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_cpu_steps_shared_among_threads(threads):
+    """quantize (an odd count: the last element's roundf tail must stay last), dequantize and same-shape
+    quantized_binary large enough to be split over the emulator's threads: the reference's bytes for any count."""
+    n = 40001  # > the 16384 elements a split needs; odd
+    # every element a tie: pairs round to even, the odd tail away from zero, so a range cut at an odd place (making
+    # an inner element some range's tail) changes a byte
+    x = (np.arange(n) % 250 + 0.5).astype(np.float32)
+    x[-1] = 2.5  # roundf takes the tail to 3, the pair rule would take it to 2
+    quant = kw.quantize(mr(MAIN, F32, 0, n * 4), mr(MAIN, U8, n * 4, n), 0, 1.0)
+    shape = (1, 1, 1, n)
+    p = (-128, 1 << 30, 30, -100, 1 << 30, 30, 128, 3, 2)
+    qbin = kw.quantized_binary(mr(MAIN, U8, n * 4, n), mr(MAIN, U8, n * 4, n), mr(MAIN, U8, n * 5, n), kw.BIN_ADD,
+                               shape, shape, shape, *p)
+    deq = kw.dequantize(mr(MAIN, U8, n * 5, n), mr(MAIN, F32, n * 6, n * 4), 37, 12.5)
+    w = kw.V4Writer(n * 10)
+    w.add_input(mr(MAIN, F32, 0, n * 4), shape)
+    for r in (mr(MAIN, U8, n * 4, n), mr(MAIN, U8, n * 5, n), mr(MAIN, F32, n * 6, n * 4)):
+        w.add_output(r)
+    for node in (quant, qbin, deq):
+        w.add(node)
+    m = _kpu.Model(w.build(), threads=threads)
+    m.set_input(0, x.tobytes())
+    m.run()
+    q = ref.quantize(x, 0, 1.0)
+    assert np.frombuffer(m.output(0)[0], np.uint8).tolist() == q.tolist()
+    assert q[-1] == 3 and q[2] == 2
+    b = ref.quantized_binary(q, q, kw.BIN_ADD, shape, shape, shape, p)
+    assert np.frombuffer(m.output(1)[0], np.uint8).tolist() == b.ravel().tolist()
+    close(m.output(2)[0], ref.dequantize(b.ravel(), 37, 12.5), rtol=1e-6, atol=1e-7)

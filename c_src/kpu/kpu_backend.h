@@ -4,6 +4,7 @@
 #ifndef OKPU_KPU_BACKEND_H
 #define OKPU_KPU_BACKEND_H
 
+#include "../core/workers.h"
 #include "../okpu.h"
 #include "kpu_args.h"
 
@@ -28,6 +29,7 @@ struct okpu_kpu_backend {
     int (*prepare)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
     size_t scratch_bytes; /* working memory the backend holds (prepare), for the memory report */
     void (*destroy)(okpu_kpu_backend *self);
+    okpu_workers *workers; /* the backend's threads, which CPU steps may share between its layers (NULL: none) */
 };
 
 /* The bit-exact software KPU. Allocates its 2 MiB RAM through opts->allocator. NULL + err on failure. */

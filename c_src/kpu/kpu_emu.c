@@ -646,6 +646,7 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
     e->pool = okpu_workers_create(threads, e->opts.allocator, err);
     if (e->pool)
         e->nworkers = okpu_workers_count(e->pool);
+    e->base.workers = e->pool;
     e->worker = e->pool ? okpu_alloc(e->opts.allocator, (size_t)e->nworkers * sizeof *e->worker) : NULL;
     if (!e->worker) {
         if (e->pool)

@@ -194,6 +194,7 @@ okpu_kpu_backend *okpu_kpu_k210_create_on(const okpu_k210_port *port, const okpu
     k->base.ram = port->kpu_ram;
     k->base.run_layer = k210_run_layer;
     k->base.destroy = k210_destroy;
+    k->base.workers = NULL; /* the KPU is one engine; CPU steps run on the caller */
     port->write_reg(port->ctx, K210_REG_INT_CLEAR, K210_INT_ALL);
     port->write_reg(port->ctx, K210_REG_INT_MASK, K210_INT_ALL);
     port->write_reg(port->ctx, K210_REG_FIFO_THRESHOLD, K210_FIFO_THRESHOLDS);

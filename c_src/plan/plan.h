@@ -72,6 +72,14 @@ typedef struct okpu_step {
         return OKPU_OK;                                                                                               \
     }
 
+/* fn(args, first, end) over ranges covering [0, n) items of `item_elements` elements each, on the KPU backend's
+ * worker threads when it has some and the elements are enough to pay for them, else at once on the caller: for a CPU
+ * step whose elements are computed independently (the bytes do not depend on the split). Every range but the last
+ * starts and ends at a multiple of `align`. */
+typedef void (*okpu_range_fn)(const void *args, size_t first, size_t end);
+void okpu_step_parallel(const okpu_run_ctx *ctx, size_t n, size_t item_elements, size_t align, okpu_range_fn fn,
+                        const void *args);
+
 /* Name of a step kind ("kpu_conv", ...), "?" outside the table. */
 const char *okpu_step_name(okpu_step_kind kind);
 

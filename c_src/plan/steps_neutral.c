@@ -9,9 +9,28 @@
 
 OKPU_DEFINE_STEP(okpu_step_v4_binary, okpu_v4_binary_args,
                  okpu_v4k_binary(a->a, a->b, a->out, a->sa, a->sb, a->so, a->op, a->lo, a->hi))
-OKPU_DEFINE_STEP(okpu_step_v4_quant_binary, okpu_v4_qbinary_args,
-                 okpu_v4k_quantized_binary(a->bin.a, a->bin.b, a->bin.out, a->bin.sa, a->bin.sb, a->bin.so, a->bin.op, &a->q,
-                                      a->round))
+/* Same-shape inputs, elements [first, end): the kernel on a flat run of them. */
+static void qbinary_range(const void *args, size_t first, size_t end)
+{
+    const okpu_v4_qbinary_args *a = args;
+    const int32_t flat[4] = {1, 1, 1, (int32_t)(end - first)}; /* end - first <= the tensor's int32 element count */
+
+    okpu_v4k_quantized_binary(a->bin.a + first, a->bin.b + first, a->bin.out + first, flat, flat, flat, a->bin.op, &a->q,
+                              a->round);
+}
+
+int okpu_step_v4_quant_binary(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v4_qbinary_args *a = args;
+    const okpu_v4_binary_args *b = &a->bin;
+
+    (void)err;
+    if (memcmp(b->sa, b->sb, sizeof b->sa) == 0)
+        okpu_step_parallel(ctx, (size_t)b->sa[0] * b->sa[1] * b->sa[2] * b->sa[3], 1, 1, qbinary_range, a);
+    else
+        okpu_v4k_quantized_binary(b->a, b->b, b->out, b->sa, b->sb, b->so, b->op, &a->q, a->round);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v4_concat, okpu_v4_concat_args,
                  okpu_v4k_concat(a->out, a->inputs, a->dims, a->count, a->inner, a->outer))
 OKPU_DEFINE_STEP(okpu_step_v4_conv2d, okpu_v4_conv_args,
@@ -21,8 +40,33 @@ OKPU_DEFINE_STEP(okpu_step_v4_quant_conv2d, okpu_v4_qconv_args,
                                       a->conv.out_channels, &a->conv.win, &a->q, a->round))
 OKPU_DEFINE_STEP(okpu_step_v4_conv2d_transpose, okpu_v4_conv_transpose_args,
                  okpu_v4k_conv2d_transpose(a->in, a->out, a->weights, a->in_shape, a->out_shape, a->groups, &a->win, a->lo, a->hi))
-OKPU_DEFINE_STEP(okpu_step_v4_dequantize, okpu_v4_quant_args, okpu_v4k_dequantize(a->in, a->out, a->count, a->zero_point, a->scale))
-OKPU_DEFINE_STEP(okpu_step_v4_quantize, okpu_v4_quant_args, okpu_v4k_quantize(a->in, a->out, a->count, a->zero_point, a->scale))
+static void dequantize_range(const void *args, size_t first, size_t end)
+{
+    const okpu_v4_quant_args *a = args;
+    okpu_v4k_dequantize(a->in + first, a->out + first * 4u, (uint32_t)(end - first), a->zero_point, a->scale);
+}
+
+/* Ranges of even length but the last: the kernel rounds pairs half to even and an odd count's last element half away
+ * from zero (nncase's tail), so the last range keeps the tail. */
+static void quantize_range(const void *args, size_t first, size_t end)
+{
+    const okpu_v4_quant_args *a = args;
+    okpu_v4k_quantize(a->in + first * 4u, a->out + first, (uint32_t)(end - first), a->zero_point, a->scale);
+}
+
+int okpu_step_v4_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    (void)err;
+    okpu_step_parallel(ctx, ((const okpu_v4_quant_args *)args)->count, 1, 1, dequantize_range, args);
+    return OKPU_OK;
+}
+
+int okpu_step_v4_quantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    (void)err;
+    okpu_step_parallel(ctx, ((const okpu_v4_quant_args *)args)->count, 1, 2, quantize_range, args);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v4_matmul, okpu_v4_matmul_args,
                  okpu_v4k_matmul(a->a, a->b, a->out, a->bias, a->rows, a->cols, a->b_cols, a->lo, a->hi))
 OKPU_DEFINE_STEP(okpu_step_v4_quant_matmul, okpu_v4_qmatmul_args,

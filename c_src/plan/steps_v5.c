@@ -17,8 +17,74 @@ int okpu_step_v5_download(const okpu_run_ctx *ctx, const void *args, okpu_error 
 }
 
 OKPU_DEFINE_STEP(okpu_step_v5_copy, okpu_v5_copy_args, okpu_v5_k_copy(a))
-OKPU_DEFINE_STEP(okpu_step_v5_quantize, okpu_v5_quant_args, okpu_v5_k_quantize(a))
-OKPU_DEFINE_STEP(okpu_step_v5_dequantize, okpu_v5_quant_args, okpu_v5_k_dequantize(a))
+/* quantize / dequantize over [first, end) of the outermost axis longer than one (the elements are independent):
+ * the same walk on a copy of the arguments cut to that part. */
+static uint32_t split_axis(const okpu_v5_nd *nd)
+{
+    uint32_t k = 0;
+    while (k + 1u < nd->rank && nd->shape[k] == 1u)
+        k++;
+    return k;
+}
+
+static void quant_part(const okpu_v5_quant_args *a, size_t first, size_t end, size_t src_size, size_t dst_size,
+                       void (*kernel)(const okpu_v5_quant_args *))
+{
+    okpu_v5_quant_args part = *a;
+    const uint32_t k = split_axis(&a->nd);
+
+    part.src += (int64_t)first * a->nd.in_stride[k] * (int64_t)src_size;
+    part.dst += (int64_t)first * a->nd.out_stride[k] * (int64_t)dst_size;
+    part.nd.shape[k] = (uint32_t)(end - first);
+    kernel(&part);
+}
+
+static void quantize_part(const void *args, size_t first, size_t end)
+{
+    quant_part(args, first, end, 4, 1, okpu_v5_k_quantize);
+}
+
+static void dequantize_part(const void *args, size_t first, size_t end)
+{
+    quant_part(args, first, end, 1, 4, okpu_v5_k_dequantize);
+}
+
+/* The walk's length along its split axis (0 for rank 0), and the elements of each of its parts. */
+static size_t quant_parts(const okpu_v5_quant_args *a)
+{
+    return a->nd.rank ? a->nd.shape[split_axis(&a->nd)] : 0u;
+}
+
+static size_t quant_part_elements(const okpu_v5_quant_args *a)
+{
+    size_t n = 1;
+    uint32_t r;
+    for (r = split_axis(&a->nd) + 1u; r < a->nd.rank; r++)
+        n *= a->nd.shape[r];
+    return n;
+}
+
+int okpu_step_v5_quantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v5_quant_args *a = args;
+    (void)err;
+    if (quant_parts(a) > 1u)
+        okpu_step_parallel(ctx, quant_parts(a), quant_part_elements(a), 1, quantize_part, a);
+    else
+        okpu_v5_k_quantize(a);
+    return OKPU_OK;
+}
+
+int okpu_step_v5_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v5_quant_args *a = args;
+    (void)err;
+    if (quant_parts(a) > 1u)
+        okpu_step_parallel(ctx, quant_parts(a), quant_part_elements(a), 1, dequantize_part, a);
+    else
+        okpu_v5_k_dequantize(a);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v5_pad, okpu_v5_pad_args, okpu_v5_k_pad(a))
 OKPU_DEFINE_STEP(okpu_step_v5_conv2d, okpu_v5_conv2d_args, okpu_v5_k_conv2d(a))
 OKPU_DEFINE_STEP(okpu_step_v5_window, okpu_v5_window_args, okpu_v5_k_window(a))
