@@ -443,20 +443,14 @@ def test_pad_random(data):
         after = draw(st.integers(-(d - 1 + min(before, 0)), 3))
         pads.append((before, after))
     f32_elems = draw(st.booleans(), label="f32")
+    dtype, npdt, es, value = (F32, np.float32, 4, -1.5) if f32_elems else (U8, np.uint8, 1, 77)
     n = int(np.prod(ins))
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1), label="seed"))
-    if f32_elems:
-        x = rng.standard_normal(n).astype(np.float32)
-        want = ref.pad(x, ins, pads, -1.5, np.float32)
-        node = kw.pad(mr(MAIN, F32, 0, n * 4), mr(MAIN, F32, n * 4, want.size * 4), ins, pads, -1.5)
-        (out,), _ = run_model([node], f32(x), F32, [mr(MAIN, F32, n * 4, want.size * 4)], (n + want.size) * 4)
-        assert as_f32(out).tolist() == want.ravel().tolist()
-    else:
-        x = rng.integers(0, 256, n, dtype=np.uint8)
-        want = ref.pad(x, ins, pads, 77, np.uint8)
-        node = kw.pad(mr(MAIN, U8, 0, n), mr(MAIN, U8, n, want.size), ins, pads, 77)
-        (out,), _ = run_model([node], x.tobytes(), U8, [mr(MAIN, U8, n, want.size)], n + want.size)
-        assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist()
+    x = (rng.standard_normal(n) if f32_elems else rng.integers(0, 256, n)).astype(npdt)
+    want = ref.pad(x, ins, pads, value, npdt)
+    node = kw.pad(mr(MAIN, dtype, 0, n * es), mr(MAIN, dtype, n * es, want.size * es), ins, pads, value)
+    (out,), _ = run_model([node], x.tobytes(), dtype, [mr(MAIN, dtype, n * es, want.size * es)], (n + want.size) * es)
+    assert out == want.tobytes()
 
 
 @SETTINGS

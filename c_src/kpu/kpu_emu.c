@@ -301,6 +301,13 @@ static void load_planes(const uint8_t *ram, const emu_layer *L, uint32_t first, 
     }
 }
 
+/* Task `task`'s channels [*first, *end) of n, per_task a task. */
+static void task_channels(uint32_t n, uint32_t per_task, uint32_t task, uint32_t *first, uint32_t *end)
+{
+    *first = task * per_task;
+    *end = n - *first < per_task ? n : *first + per_task;
+}
+
 /* A layer's output channels as tasks for the workers: each task a run of consecutive channels, each channel written
  * by exactly one task into its own place (the dense output, its rows of KPU RAM, main memory), so the bytes do not
  * depend on which worker ran which task, or when. */
@@ -319,11 +326,11 @@ static void channel_task(void *ctx, int worker, uint32_t task)
 {
     const channel_tasks *T = ctx;
     const emu_layer *L = T->L;
-    const uint32_t first = task * T->per_task;
-    const uint32_t end = L->oc - first < T->per_task ? L->oc : first + T->per_task;
     const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
     emu_worker *W = &T->worker[worker];
+    uint32_t first, end;
 
+    task_channels(L->oc, T->per_task, task, &first, &end);
     if (T->load)
         load_planes(T->ram, L, first, end);
     if (T->S)
@@ -353,11 +360,11 @@ static void input_task(void *ctx, int worker, uint32_t task)
 {
     const input_tasks *T = ctx;
     const emu_layer *L = T->L;
-    const uint32_t first = task * T->per_task;
-    const uint32_t end = L->ic - first < T->per_task ? L->ic : first + T->per_task;
     emu_worker *W = &T->worker[worker];
+    uint32_t first, end;
     int64_t *x;
 
+    task_channels(L->ic, T->per_task, task, &first, &end);
     load_planes(T->ram, L, first, end);
     if (!T->S)
         return;

@@ -64,25 +64,26 @@ static size_t quant_part_elements(const okpu_v5_quant_args *a)
     return n;
 }
 
+static void quant_step(const okpu_run_ctx *ctx, const okpu_v5_quant_args *a, okpu_range_fn part,
+                       void (*kernel)(const okpu_v5_quant_args *))
+{
+    if (quant_parts(a) > 1u)
+        okpu_step_parallel(ctx, quant_parts(a), quant_part_elements(a), 1, part, a);
+    else
+        kernel(a);
+}
+
 int okpu_step_v5_quantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
-    const okpu_v5_quant_args *a = args;
     (void)err;
-    if (quant_parts(a) > 1u)
-        okpu_step_parallel(ctx, quant_parts(a), quant_part_elements(a), 1, quantize_part, a);
-    else
-        okpu_v5_k_quantize(a);
+    quant_step(ctx, args, quantize_part, okpu_v5_k_quantize);
     return OKPU_OK;
 }
 
 int okpu_step_v5_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
-    const okpu_v5_quant_args *a = args;
     (void)err;
-    if (quant_parts(a) > 1u)
-        okpu_step_parallel(ctx, quant_parts(a), quant_part_elements(a), 1, dequantize_part, a);
-    else
-        okpu_v5_k_dequantize(a);
+    quant_step(ctx, args, dequantize_part, okpu_v5_k_dequantize);
     return OKPU_OK;
 }
 OKPU_DEFINE_STEP(okpu_step_v5_pad, okpu_v5_pad_args, okpu_v5_k_pad(a))
