@@ -163,6 +163,31 @@ def test_quantize_rounds_half_even_and_clamps(qdt):
     assert np.array_equal(out_array(raw, qdt, (1, 12)), want)
 
 
+@pytest.mark.parametrize("scalar", [False, True])
+@pytest.mark.parametrize("qdt", [U8, I8])
+def test_quantize_dense_run_matches_numpy(qdt, scalar, monkeypatch):
+    """A dense run long enough for the SSE4.1 path (16 at a time) and its scalar tail, and the same with the scalar
+    loop alone (OKPU_EMU_NO_SSE41): ties, values past the range, +-inf and NaN (the low end)."""
+    if scalar:
+        monkeypatch.setenv("OKPU_EMU_NO_SSE41", "1")
+    n = 1031
+    scale, bias = np.float32(2.0), np.float32(0.5)  # x * 2 + 0.5: x = k / 2 lands on a tie
+    x = (RNG.standard_normal(n) * 75).astype(np.float32)
+    x[:20] = [0, 0.5, 1, -0.5, -1, -1.5, 63, 63.5, -64.5, 127, 127.5, 1e30, -1e30, np.inf, -np.inf, np.nan, -np.nan,
+              -0.25, 1.7499999, 0.2]
+    x[-3:] = [np.nan, 1, 126.5]  # in the scalar tail
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, [1, n]), c.shape(1, [n, 1]), c.shape(2, [n, 1])
+    c.r4(scale), c.r4(bias)
+    c.tensor(0x14, bytes([F32, qdt, 0, 1, 2]))
+    _, raw = run(v5_file(c.b, F32, [1, n], U8, [1, n]), x)
+    lo, hi = (0, 255) if qdt == U8 else (-128, 127)
+    v = np.rint((x * scale).astype(np.float32) + bias)
+    want = np.where(np.isnan(v), lo, np.clip(np.nan_to_num(v, nan=lo), lo, hi)).astype(NP[qdt]).reshape(1, n)
+    assert np.array_equal(out_array(raw, qdt, (1, n)), want)
+
+
 @pytest.mark.parametrize("qdt", [U8, I8])
 def test_dequantize_matches_numpy(qdt):
     x = np.arange(256, dtype=np.uint8).astype(NP[qdt]).reshape(1, 4, 8, 8)
