@@ -282,13 +282,13 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
     return e->reference ? OKPU_OK : w_terms_prepare(e, job, err);
 }
 
-/* Copy input channels [first, end) out of KPU RAM into their planes, each with a `pad`-wide border of pad_value. */
-static void load_planes(const uint8_t *ram, const emu_layer *L, uint32_t first, uint32_t end)
+/* Copy input channels [first, end) out of KPU RAM into their planes (L->in, written here as `planes`), each with a
+ * `pad`-wide border of pad_value. */
+static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes, uint32_t first, uint32_t end)
 {
     const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->w);
     const size_t pitch = (size_t)layout.row_len * OKPU_KPU_ROW_BYTES; /* one image row to the next in KPU RAM */
     const uint8_t *base = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES;
-    uint8_t *planes = (uint8_t *)(uintptr_t)L->in; /* (the workers only read it once loaded) */
     uint32_t c, y;
 
     if (L->pad)
@@ -317,6 +317,7 @@ typedef struct channel_tasks {
     emu_worker *worker;  /* one per worker */
     uint8_t *out;        /* the dense output */
     uint8_t *ram;
+    uint8_t *planes;     /* L->in, for the tasks that load it */
     uint8_t *main_out;   /* NULL: the output stays in KPU RAM */
     int load;            /* a depthwise layer whose output rows miss its input rows: each task loads its own planes */
     uint32_t per_task;
@@ -332,7 +333,7 @@ static void channel_task(void *ctx, int worker, uint32_t task)
 
     task_channels(L->oc, T->per_task, task, &first, &end);
     if (T->load)
-        load_planes(T->ram, L, first, end);
+        load_planes(T->ram, L, T->planes, first, end);
     if (T->S)
         okpu_emu_channels_fast(L, first, end, T->S, W, T->out);
     else
@@ -349,6 +350,7 @@ static void channel_task(void *ctx, int worker, uint32_t task)
  * more than one worker, each adds into its own plane and x_sum_task sums them. */
 typedef struct input_tasks {
     const uint8_t *ram;
+    uint8_t *planes; /* L->in */
     const emu_layer *L;
     const emu_shared *S; /* NULL: nothing to add (the reference path, a depthwise layer, arg_x = 0) */
     emu_worker *worker;
@@ -365,7 +367,7 @@ static void input_task(void *ctx, int worker, uint32_t task)
     int64_t *x;
 
     task_channels(L->ic, T->per_task, task, &first, &end);
-    load_planes(T->ram, L, first, end);
+    load_planes(T->ram, L, T->planes, first, end);
     if (!T->S)
         return;
     x = T->S->x_term;
@@ -406,8 +408,8 @@ static void x_sum_task(void *ctx, int worker, uint32_t task)
     okpu_emu_x_term_finish(T->L, T->S->x_term, first, end);
 }
 
-/* Channels per task when a layer's `n` input or output channels are shared out. */
-static uint32_t channels_per_task(const okpu_kpu_emu *e, const emu_layer *L, uint32_t n)
+/* Items per task when a layer's `n` input channels, output channels or rows are shared out. */
+static uint32_t items_per_task(const okpu_kpu_emu *e, const emu_layer *L, uint32_t n)
 {
     uint32_t tasks;
 
@@ -465,7 +467,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     uint8_t *at[PART_COUNT], *next;
     uint64_t part[PART_COUNT], total;
     uint32_t s;
-    int rc, i, k;
+    int rc, i, k, sets;
 
     if ((rc = okpu_kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
         return rc;
@@ -483,7 +485,8 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         at[i] = part[i] ? next : NULL;
         next += part[i];
     }
-    for (k = 0; k < layer_workers(e, a); k++) {
+    sets = layer_workers(e, a);
+    for (k = 0; k < sets; k++) {
         emu_worker *W = &e->worker[k];
         for (i = PART_FIRST_WORKER; i < PART_COUNT; i++) {
             at[i] = part[i] ? next : NULL;
@@ -496,7 +499,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         W->col = (uint32_t *)(void *)at[PART_COL];
         W->acc = (uint64_t *)(void *)at[PART_ACC];
         W->lut = at[PART_LUT];
-        W->share = (a->out_channels + (uint32_t)layer_workers(e, a) - 1u) / (uint32_t)layer_workers(e, a);
+        W->share = (a->out_channels + (uint32_t)sets - 1u) / (uint32_t)sets;
     }
 
     memset(&L, 0, sizeof L);
@@ -531,8 +534,9 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     T.worker = e->worker;
     T.out = at[PART_OUT];
     T.ram = self->ram;
+    T.planes = at[PART_IN];
     T.main_out = job->main_out;
-    T.per_task = channels_per_task(e, &L, L.oc);
+    T.per_task = items_per_task(e, &L, L.oc);
     /* A depthwise channel reads its own input channel alone: its task can load it, unless another task's output
      * could overwrite an input channel not yet loaded. Otherwise every input channel is loaded first. */
     T.load = a->depthwise && rows_disjoint(a);
@@ -553,38 +557,44 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         T.S = &S;
     }
     if (!T.load) {
-        /* the input (and, non-depthwise, the x-offset plane): see input_tasks */
-        const int adds = !e->reference && !a->depthwise && a->arg_x != 0;
-        const int bands = adds && layer_workers(e, a) > 1 && !x_parts(e, a);
+        /* The input, and a non-depthwise fast layer's x-offset plane: zero (arg_x = 0), added by the input tasks
+         * (into the plane itself on one worker, into the workers' parts summed after: see x_parts), or computed in
+         * row bands once the input is in. */
+        enum { X_NONE, X_ZERO, X_DIRECT, X_PARTS, X_BANDS } x_mode;
         const size_t n = (size_t)L.w * L.h;
         input_tasks IT;
+        x_mode = e->reference || a->depthwise ? X_NONE
+                 : a->arg_x == 0              ? X_ZERO
+                 : sets < 2                   ? X_DIRECT
+                 : x_parts(e, a)              ? X_PARTS
+                                              : X_BANDS;
         IT.ram = self->ram;
+        IT.planes = at[PART_IN];
         IT.L = &L;
-        IT.S = adds && !bands ? &S : NULL;
+        IT.S = x_mode == X_DIRECT || x_mode == X_PARTS ? &S : NULL;
         IT.worker = e->worker;
-        IT.per_task = channels_per_task(e, &L, L.ic);
-        IT.parts = adds && x_parts(e, a);
-        if (!e->reference && !a->depthwise && (!adds || !IT.parts))
+        IT.per_task = items_per_task(e, &L, L.ic);
+        IT.parts = x_mode == X_PARTS;
+        if (x_mode == X_ZERO || x_mode == X_DIRECT)
             memset(S.x_term, 0, n * sizeof *S.x_term);
         okpu_workers_run(e->pool, (L.ic + IT.per_task - 1u) / IT.per_task, input_task, &IT);
-        if (IT.parts) {
+        if (x_mode == X_PARTS) {
             x_sum_tasks XT;
             const uint32_t tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
             XT.L = &L;
             XT.S = &S;
             XT.worker = e->worker;
-            XT.nworkers = layer_workers(e, a);
-            XT.per_task = (n + tasks - 1u) / tasks;
+            XT.nworkers = sets;
+            XT.per_task = (n + tasks - 1u) / tasks; /* (not one pixel a task under OKPU_EMU_SPLIT_ALL) */
             okpu_workers_run(e->pool, (uint32_t)((n + XT.per_task - 1u) / XT.per_task), x_sum_task, &XT);
-        } else if (bands) {
+        } else if (x_mode == X_BANDS) {
             x_term_bands B;
-            const uint32_t tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
             B.L = &L;
             B.S = &S;
             B.worker = e->worker;
-            B.rows = e->split_all || L.h <= tasks ? 1u : (L.h + tasks - 1u) / tasks;
+            B.rows = items_per_task(e, &L, L.h);
             okpu_workers_run(e->pool, (L.h + B.rows - 1u) / B.rows, x_term_band, &B);
-        } else if (adds) {
+        } else if (x_mode == X_DIRECT) {
             okpu_emu_x_term_finish(&L, S.x_term, 0, n);
         }
     }
