@@ -523,6 +523,18 @@ static int copy_step(sv *s, uint32_t id, uint32_t bytes, const v5_addr *src, con
     return OKPU_OK;
 }
 
+/* The operands of a function from one tensor to another of the same rank: pops the output and the input address,
+ * then reads rshape_src, rstride_src and rstride_dest from the shape registers p[at], p[at + 1] and p[at + 2]. */
+static int in_out_operands(sv *s, const uint8_t *p, unsigned at, sv_entry *in, sv_entry *out, uint32_t *rank,
+                           uint32_t *shape, int64_t *is, int64_t *os)
+{
+    OKPU_TRY(pop(s, E_ADDR, out, "output address"));
+    OKPU_TRY(pop(s, E_ADDR, in, "input address"));
+    OKPU_TRY(dims_of(s, p[at], rank, shape, "rshape_src"));
+    OKPU_TRY(strides_of(s, p[at + 1], *rank, is, "rstride_src"));
+    return strides_of(s, p[at + 2], *rank, os, "rstride_dest");
+}
+
 /* COPY, SLICE and TRANSPOSE: strided copies; the slice's begin and steps and the transpose's permutation fold into
  * the source address and strides. */
 static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
@@ -534,11 +546,7 @@ static int t_copy_like(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t byt
     int rc;
     esize = dt_checked(s, dt, &rc);
     OKPU_TRY(rc);
-    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
-    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
-    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
-    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(in_out_operands(s, p, 4, &in, &out, &rank, shape, is, os));
     /* the input view first: it bounds (dim - 1) x stride, so the slice arithmetic below cannot overflow */
     OKPU_TRY(view(s, &in.a, esize, rank, shape, is, 0, "input"));
     src = in.a;
@@ -604,11 +612,7 @@ static int t_quant(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     }
     OKPU_TRY(pop(s, E_F32, &bias, "bias"));
     OKPU_TRY(pop(s, E_F32, &scale, "scale"));
-    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
-    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
-    OKPU_TRY(dims_of(s, p[5], &rank, shape, "rshape_src"));
-    OKPU_TRY(strides_of(s, p[6], rank, is, "rstride_src"));
-    OKPU_TRY(strides_of(s, p[7], rank, os, "rstride_dest"));
+    OKPU_TRY(in_out_operands(s, p, 5, &in, &out, &rank, shape, is, os));
     OKPU_TRY(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
     OKPU_TRY(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
     OKPU_TRY(take_step(s, quant ? OKPU_STEP_V5_QUANTIZE : OKPU_STEP_V5_DEQUANTIZE, id, bytes, &args));
@@ -942,11 +946,7 @@ static int t_softmax(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes
     void *args;
     (void)t;
     OKPU_TRY(need_f32(s, p[3]));
-    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
-    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
-    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
-    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(in_out_operands(s, p, 4, &in, &out, &rank, shape, is, os));
     if (ax >= (int32_t)rank || ax < -(int32_t)rank || rank == 0)
         return sfail(s, "its axis is not a dimension of the input");
     axis = (uint32_t)(ax < 0 ? ax + (int32_t)rank : ax);
@@ -1198,11 +1198,7 @@ static int t_convert(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes
                        "stackvm CONVERT at byte %ld from %s to %s; this runtime converts between i8, i16, i32, u8, "
                        "u16, u32 and f32",
                        s->at, okpu_v5_dtype_name(in_dt), okpu_v5_dtype_name(out_dt));
-    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
-    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
-    OKPU_TRY(dims_of(s, p[5], &rank, shape, "rshape_src"));
-    OKPU_TRY(strides_of(s, p[6], rank, is, "rstride_src"));
-    OKPU_TRY(strides_of(s, p[7], rank, os, "rstride_dest"));
+    OKPU_TRY(in_out_operands(s, p, 5, &in, &out, &rank, shape, is, os));
     OKPU_TRY(view(s, &in.a, okpu_v5_dtype_size(in_dt), rank, shape, is, 0, "input"));
     OKPU_TRY(view(s, &out.a, okpu_v5_dtype_size(out_dt), rank, shape, os, 1, "output"));
     OKPU_TRY(take_step(s, OKPU_STEP_V5_CONVERT, id, bytes, &args));
@@ -1300,11 +1296,7 @@ static int t_unary(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
                                 "sqrt, square, tanh and erf (not the bitwise / logical not of integer tensors)",
                                 s->at, p[7], group_names[s->cx->group]);
     }
-    OKPU_TRY(pop(s, E_ADDR, &out, "output address"));
-    OKPU_TRY(pop(s, E_ADDR, &in, "input address"));
-    OKPU_TRY(dims_of(s, p[4], &rank, shape, "rshape_src"));
-    OKPU_TRY(strides_of(s, p[5], rank, is, "rstride_src"));
-    OKPU_TRY(strides_of(s, p[6], rank, os, "rstride_dest"));
+    OKPU_TRY(in_out_operands(s, p, 4, &in, &out, &rank, shape, is, os));
     OKPU_TRY(view(s, &in.a, 4, rank, shape, is, 0, "input"));
     OKPU_TRY(view(s, &out.a, 4, rank, shape, os, 1, "output"));
     OKPU_TRY(take_step(s, OKPU_STEP_V5_UNARY, id, bytes, &args));
