@@ -196,6 +196,13 @@ $(SAN_DIR)/test_error_terse: CTEST_DEFS := $(TERSE_DEFS)
 # The board's port, compiled as a board build compiles it; the test only inspects its addresses.
 $(SAN_DIR)/test_kpu_k210_board: CTEST_DEFS := -DOKPU_HAVE_K210_HW
 
+# The emulator's plain C paths (what the rv64 builds run: -DOKPU_EMU_PORTABLE) against its reference here too.
+CTESTS += $(SAN_DIR)/test_kpu_emu_portable
+$(SAN_DIR)/test_kpu_emu_portable: tests_host/c/test_kpu_emu.c tests_host/c/ctest.h tests_host/c/read_file.h \
+		tests_host/c/model_run.h tests_host/c/fill_input.h tests_host/c/counting_heap.h $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(SAN_DIR)
+	$(CC) $(CSTD) $(SAN) $(THREADS) -DOKPU_EMU_PORTABLE -Ic_src -o $@ $< $(CORE_SRC) -lm
+
 ctest-build: $(CTESTS) $(SAN_TOOLS)
 
 ctest: ctest-build

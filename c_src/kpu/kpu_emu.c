@@ -27,7 +27,9 @@ typedef struct w_terms {
     int32_t arg_w;
     unsigned shr_w;
     int64_t arg_add;
-    int64_t *term; /* oc entries */
+    int64_t *term;    /* oc entries */
+    uint32_t *packed; /* 8-bit layers that are not depthwise: every quad's packed weights (okpu_emu_pack_quad) */
+    size_t packed_words;
 } w_terms;
 
 typedef struct okpu_kpu_emu {
@@ -66,6 +68,7 @@ enum {
     PART_X_TERM, /* non-depthwise layers */
     PART_X_TABLE,
     PART_W_TERM, /* the w-offset terms of a layer no prepare covered */
+    PART_PAIR_OFF, /* non-depthwise layers: the tap pairs' offsets (okpu_emu_pair_offsets) */
     /* one set per worker (emu_worker) */
     PART_ACTIVATED,
     PART_WX_TERM, /* depthwise layers; a shared non-depthwise layer's part of the x-offset plane */
@@ -73,6 +76,7 @@ enum {
     PART_COL,
     PART_ACC,
     PART_LUT, /* the activation table (emu_worker.lut) */
+    PART_PACK, /* non-depthwise layers no prepare covered: one quad's packed weights */
     PART_COUNT
 };
 #define PART_FIRST_WORKER PART_ACTIVATED
@@ -147,6 +151,15 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
         bad |= okpu_mul_ovf(n, sizeof(uint32_t), OKPU_SIZE_LIMIT, &part[PART_BOX]);
         part[PART_COL] = (w + 2u) * sizeof(uint32_t);
         bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
+        if (!a->depthwise) {
+            /* by quads: four planes of acc_stride uint32 (a 3x3 layer's run over its padded rows is longer than n) */
+            const uint64_t pairs = ((uint64_t)a->in_channels * k * k + 1u) / 2u;
+            uint64_t quad_acc = 0;
+            bad |= okpu_mul_ovf(align8(plane), 4u * sizeof(uint32_t), OKPU_SIZE_LIMIT, &quad_acc);
+            part[PART_ACC] = quad_acc > part[PART_ACC] ? quad_acc : part[PART_ACC];
+            part[PART_PAIR_OFF] = 2u * pairs * sizeof(uint32_t);
+            part[PART_PACK] = 4u * pairs * sizeof(uint32_t);
+        }
         part[PART_W_TERM] = (uint64_t)a->out_channels * sizeof(int64_t);
         part[PART_LUT] = EMU_LUT_MAX;
     }
@@ -185,21 +198,50 @@ static int reserve_scratch(okpu_kpu_emu *e, uint64_t bytes, int layer, okpu_erro
     return OKPU_OK;
 }
 
+/* The layer as far as its weights go (what the w-offset terms and the packed weights need). */
+static void weights_layer(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, emu_layer *L)
+{
+    memset(L, 0, sizeof *L);
+    L->a = &job->args;
+    L->weights = job->weights;
+    L->eight_bit = job->eight_bit;
+    L->oc = job->args.out_channels;
+    L->g_ic = job->args.depthwise ? 1u : job->args.in_channels;
+    L->k = okpu_kpu_kernel_size(&job->args);
+    L->kk = L->k * L->k;
+    L->offset_mode = e->opts.conv_offset;
+}
+
 /* The w-offset term of every output channel of the layer into out[0..oc). */
 static void w_terms_fill(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, int64_t *out)
 {
     emu_layer L;
     uint32_t oc;
 
-    memset(&L, 0, sizeof L);
-    L.a = &job->args;
-    L.weights = job->weights;
-    L.eight_bit = job->eight_bit;
-    L.g_ic = job->args.depthwise ? 1u : job->args.in_channels;
-    L.kk = okpu_kpu_kernel_size(&job->args) * okpu_kpu_kernel_size(&job->args);
-    L.offset_mode = e->opts.conv_offset;
+    weights_layer(e, job, &L);
     for (oc = 0; oc < job->args.out_channels; oc++)
         out[oc] = okpu_emu_w_term(&L, oc);
+}
+
+/* Words of a layer's packed weights: quads x pairs x 4 (< 2^24: 256 quads, 4608 pairs), 0 when it does not run by
+ * quads. */
+static size_t packed_words(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
+{
+    emu_layer L;
+
+    weights_layer(e, job, &L);
+    return okpu_emu_by_quads(&L) ? (size_t)((L.oc + 3u) / 4u) * okpu_emu_pairs(&L) * 4u : 0u;
+}
+
+/* Every quad's packed weights into t->packed (t->packed_words of them). */
+static void packed_fill(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, w_terms *t)
+{
+    emu_layer L;
+    uint32_t q;
+
+    weights_layer(e, job, &L);
+    for (q = 0; t->packed_words && 4u * q < L.oc; q++)
+        okpu_emu_pack_quad(&L, q, t->packed + (size_t)q * okpu_emu_pairs(&L) * 4u);
 }
 
 static w_terms *w_terms_find(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
@@ -231,6 +273,7 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
 
     if (t) {
         w_terms_fill(e, job, t->term);
+        packed_fill(e, job, t);
         return OKPU_OK;
     }
     if (e->wt_count >= W_TERMS_MAX || !job->weights)
@@ -250,10 +293,15 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     }
     t = &e->wt[e->wt_count];
     t->term = okpu_alloc(e->opts.allocator, bytes);
-    if (!t->term)
+    t->packed_words = packed_words(e, job);
+    t->packed = t->packed_words ? okpu_alloc(e->opts.allocator, t->packed_words * sizeof *t->packed) : NULL;
+    if (!t->term || (t->packed_words && !t->packed)) {
+        okpu_free(e->opts.allocator, t->term, bytes);
+        okpu_free(e->opts.allocator, t->packed, t->packed_words * sizeof *t->packed);
         return okpu_fail(err, OKPU_ERR_NO_MEM, job->layer, -1,
-                         "layer %d: no memory for the KPU emulator's %lu bytes of weight terms", job->layer,
-                         (unsigned long)bytes);
+                         "layer %d: no memory for the KPU emulator's %lu bytes of weight terms and packed weights",
+                         job->layer, (unsigned long)(bytes + t->packed_words * sizeof *t->packed));
+    }
     t->weights = job->weights;
     t->eight_bit = job->eight_bit;
     t->oc = a->out_channels;
@@ -263,8 +311,9 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     t->shr_w = a->shr_w;
     t->arg_add = a->arg_add;
     w_terms_fill(e, job, t->term);
+    packed_fill(e, job, t);
     e->wt_count++;
-    e->wt_bytes += bytes;
+    e->wt_bytes += bytes + t->packed_words * sizeof *t->packed;
     e->base.scratch_bytes = e->scratch_size + e->wt_bytes;
     return OKPU_OK;
 }
@@ -498,6 +547,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         W->box = (uint32_t *)(void *)at[PART_BOX];
         W->col = (uint32_t *)(void *)at[PART_COL];
         W->acc = (uint64_t *)(void *)at[PART_ACC];
+        W->pack = (uint32_t *)(void *)at[PART_PACK];
         W->lut = at[PART_LUT];
         W->share = (a->out_channels + (uint32_t)sets - 1u) / (uint32_t)sets;
     }
@@ -528,6 +578,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     L.sse41 = e->sse41;
     L.avx2 = e->avx2;
     L.in = at[PART_IN];
+    L.acc_stride = (size_t)align8(L.plane);
 
     memset(&T, 0, sizeof T);
     T.L = &L;
@@ -537,6 +588,8 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     T.planes = at[PART_IN];
     T.main_out = job->main_out;
     T.per_task = items_per_task(e, &L, L.oc);
+    if (!e->reference && okpu_emu_by_quads(&L) && T.per_task > 1u)
+        T.per_task = (T.per_task + 3u) / 4u * 4u; /* whole quads: a quad split between tasks is computed twice */
     /* A depthwise channel reads its own input channel alone: its task can load it, unless another task's output
      * could overwrite an input channel not yet loaded. Otherwise every input channel is loaded first. */
     T.load = a->depthwise && rows_disjoint(a);
@@ -551,6 +604,11 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
             int64_t *fresh = (int64_t *)(void *)at[PART_W_TERM];
             w_terms_fill(e, job, fresh);
             S.w_const = fresh;
+        }
+        if (okpu_emu_by_quads(&L)) {
+            okpu_emu_pair_offsets(&L, (uint32_t *)(void *)at[PART_PAIR_OFF]);
+            S.pair_off = (const uint32_t *)(void *)at[PART_PAIR_OFF];
+            S.packed = t ? t->packed : NULL;
         }
         okpu_emu_x_table_fill(&L, &S);
         okpu_emu_act_fast_init(&L.act, L.act_sorted, &S.act);
@@ -614,8 +672,10 @@ static void emu_destroy(okpu_kpu_backend *self)
     copy = e->allocator;
     alloc = e->opts.allocator ? &copy : NULL;
     okpu_free(alloc, e->scratch, e->scratch_size);
-    for (i = 0; i < e->wt_count; i++)
+    for (i = 0; i < e->wt_count; i++) {
         okpu_free(alloc, e->wt[i].term, (size_t)e->wt[i].oc * sizeof(int64_t));
+        okpu_free(alloc, e->wt[i].packed, e->wt[i].packed_words * sizeof *e->wt[i].packed);
+    }
     okpu_free(alloc, e->wt, e->wt_cap * sizeof *e->wt);
     okpu_workers_destroy(e->pool);
     okpu_free(alloc, e->worker, (size_t)e->nworkers * sizeof *e->worker);

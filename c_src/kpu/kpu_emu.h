@@ -41,6 +41,7 @@ typedef struct emu_layer {
     uint32_t pitch;      /* bytes per row of a padded input plane */
     size_t plane;        /* bytes per padded input plane */
     const uint8_t *in;   /* ic padded input planes (pad taps hold pad_value) */
+    size_t acc_stride;   /* by quads (okpu_emu_by_quads): uint32 accumulators per channel of a quad in W->acc */
     okpu_round_mode round;
     okpu_conv_offset_mode offset_mode;
     okpu_mean_border_mode mean_border;
@@ -137,6 +138,8 @@ typedef struct emu_shared {
     int64_t *x_term;        /* w x h: the x-offset term of every pixel (non-depthwise layers) */
     int64_t *x_table;       /* floor(arg_x * s / 2^shr_x) for every possible per-channel tap sum s */
     const int64_t *w_const; /* oc: the w-offset terms and arg_add of each output channel */
+    const uint32_t *pair_off; /* by quads: 2 x okpu_emu_pairs tap offsets (okpu_emu_pair_offsets) */
+    const uint32_t *packed;   /* by quads: every quad's packed weights, or NULL (each worker packs its quads) */
     emu_act_fast act;       /* the layer's activation table for the fast rows */
 } emu_shared;
 
@@ -147,7 +150,8 @@ typedef struct emu_worker {
     int x_started;      /* x_term holds this worker's part of the current layer's (zeroed at its first use) */
     uint32_t *box;      /* w x h: one channel's tap sums */
     uint32_t *col;      /* w + 2: column sums for the 3x3 box */
-    uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode) */
+    uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode; by quads four planes of acc_stride) */
+    uint32_t *pack;     /* by quads without S->packed: one quad's packed weights */
     uint8_t *lut;       /* EMU_LUT_MAX bytes: the activation of y for y in [lut_lo, lut_lo + lut_n) */
     size_t lut_n;       /* entries valid (0 at the start of each layer: emu_run_layer clears the worker) */
     int64_t lut_lo;
@@ -168,6 +172,11 @@ void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, emu_w
 /* Pixels [first, end) of the summed plane: one floor of the total per pixel (OKPU_CONV_OFFSET_ONCE), else as is. */
 void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t end);
 int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc);
+/* 8-bit layers that are not depthwise run four output channels at a time on packed weights (kpu_emu_conv.c): */
+int okpu_emu_by_quads(const emu_layer *L);
+uint32_t okpu_emu_pairs(const emu_layer *L);                     /* pairs of taps: ceil(g_ic * kk / 2) */
+void okpu_emu_pair_offsets(const emu_layer *L, uint32_t *off);   /* 2 x pairs words */
+void okpu_emu_pack_quad(const emu_layer *L, uint32_t quad, uint32_t *dst); /* 4 x pairs words */
 /* Output channels [oc_first, oc_end): conv + BN + activation + pool, each into out + oc * out_plane (the dense
  * output, out_width x out_height per channel). A worker runs one such range; ranges may run in parallel. */
 void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, const emu_shared *S,

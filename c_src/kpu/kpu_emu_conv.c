@@ -528,10 +528,9 @@ __attribute__((target("avx2"))) static size_t range_avx2(const uint32_t *a32, co
 #endif
 
 /* Range of alu = sum(x*w) + x_term + w_const over the pixels of R. */
-static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_term, const runs *R, int64_t w_const,
-                      int64_t *lo, int64_t *hi)
+static void alu_range(const emu_layer *L, const uint32_t *acc32, const uint64_t *acc64, const int64_t *x_term,
+                      const runs *R, int64_t w_const, int64_t *lo, int64_t *hi)
 {
-    const uint32_t *acc32 = (const uint32_t *)(const void *)B->acc;
     int64_t mn = INT64_MAX, mx = INT64_MIN;
     uint32_t r;
     size_t x;
@@ -541,12 +540,11 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
         x = R->x_first;
 #ifdef EMU_AVX2
         if (L->avx2 && R->x_step == 1)
-            x += range_avx2(L->eight_bit ? acc32 + acc_first + x : NULL, B->acc + acc_first + x, x_term + first + x,
+            x += range_avx2(acc32 ? acc32 + acc_first + x : NULL, acc64 + acc_first + x, x_term + first + x,
                             R->span - x, &mn, &mx);
 #endif
         for (; x < R->span; x += R->x_step) {
-            const int64_t v = (L->eight_bit ? (int64_t)acc32[acc_first + x] : (int64_t)B->acc[acc_first + x]) +
-                              x_term[first + x];
+            const int64_t v = (acc32 ? (int64_t)acc32[acc_first + x] : (int64_t)acc64[acc_first + x]) + x_term[first + x];
             mn = v < mn ? v : mn;
             mx = v > mx ? v : mx;
         }
@@ -555,16 +553,38 @@ static void alu_range(const emu_layer *L, const emu_worker *B, const int64_t *x_
     *hi = mx + w_const;
 }
 
-/* Output channel oc: accumulate its runs, then batch norm and activation of each pixel the pool reads. */
-static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, const emu_shared *S, emu_worker *W)
+/* Output channel oc once its accumulators are in (a32 in 8-bit mode, else a64, laid out as R says): batch norm and
+ * activation of each pixel the pool reads, into W->activated. */
+static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const uint32_t *a32, const uint64_t *a64,
+                           const emu_shared *S, emu_worker *W)
 {
-    const runs R = plane_runs(L);
-    const uint32_t *acc32 = (const uint32_t *)(const void *)W->acc;
     const int64_t w_const = S->w_const[oc];
     const int64_t *x_term = L->a->depthwise ? W->x_term : S->x_term;
-    const int has_range = S->act.usable && R.count > 0 && R.span > R.x_first;
+    const int has_range = S->act.usable && R->count > 0 && R->span > R->x_first;
     int64_t lo = 0, hi = 0;
+    okpu_kpu_bn bn;
     emu_bn_channel bc;
+    uint32_t r;
+
+    okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
+    if (has_range)
+        alu_range(L, a32, a64, x_term, R, w_const, &lo, &hi);
+    okpu_emu_bn_channel_init(L, &S->act, &bn, has_range, lo, hi, &bc);
+    if (has_range) {
+        const size_t npix = (size_t)R->count * ((R->span - R->x_first + R->x_step - 1) / R->x_step);
+        okpu_emu_bn_lut(L, &S->act, &bc, W, npix, npix * W->share);
+    }
+    for (r = 0; r < R->count; r++) {
+        const size_t first = (size_t)r * R->row_step * L->w;
+        okpu_emu_bn_act_row(L, &S->act, &bc, a32 ? a32 + r * R->acc_row : NULL, a64 + r * R->acc_row,
+                            x_term + first, w_const, W->activated + first, R->x_first, R->span, R->x_step);
+    }
+}
+
+/* Output channel oc alone (16-bit weights, depthwise layers): accumulate its runs into W->acc, then finish it. */
+static void conv_fast(const emu_layer *L, uint32_t oc, const emu_shared *S, emu_worker *W)
+{
+    const runs R = plane_runs(L);
     uint32_t r;
 
     if (L->a->depthwise)
@@ -578,18 +598,7 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const okpu_kpu_bn *bn, co
             else
                 accumulate_span(L, oc, r * R.row_step, R.span, W);
         }
-    if (has_range)
-        alu_range(L, W, x_term, &R, w_const, &lo, &hi);
-    okpu_emu_bn_channel_init(L, &S->act, bn, has_range, lo, hi, &bc);
-    if (has_range) {
-        const size_t npix = (size_t)R.count * ((R.span - R.x_first + R.x_step - 1) / R.x_step);
-        okpu_emu_bn_lut(L, &S->act, &bc, W, npix, npix * W->share);
-    }
-    for (r = 0; r < R.count; r++) {
-        const size_t first = (size_t)r * R.row_step * L->w;
-        okpu_emu_bn_act_row(L, &S->act, &bc, L->eight_bit ? acc32 + r * R.acc_row : NULL, W->acc + r * R.acc_row,
-                            x_term + first, w_const, W->activated + first, R.x_first, R.span, R.x_step);
-    }
+    channel_finish(L, oc, &R, L->eight_bit ? (const uint32_t *)(const void *)W->acc : NULL, W->acc, S, W);
 }
 
 /* The pool of one channel: max 2x2 stride 2 (the common one) here, the others in okpu_emu_pool_plane. Every window
@@ -615,6 +624,227 @@ static void pool_fast(const emu_layer *L, const uint8_t *in, uint8_t *out)
     }
 }
 
+/* ---- 8-bit layers that are not depthwise: four output channels at once ----
+ * Every output channel reads the same input taps, so a pass over the input serves four channels: the taps (input
+ * channel x kernel position, in weight order) are taken in pairs, each pair's pixels widened and interleaved once and
+ * multiplied (pmaddwd) by four channels' packed weights. A quad's packed weights are, per pair j, four 32-bit words
+ * wu | wv << 16 (channel 4q + k's weights of taps 2j and 2j + 1; 0 past the last channel or the last tap), laid out
+ * when the layer is prepared (or per quad, into the worker's buffer, for a layer no prepare covered). Each pixel's
+ * four sums stay in registers over all the pairs, as uint32 (8-bit mode: < 2^32, see the top of this file). */
+
+uint32_t okpu_emu_pairs(const emu_layer *L)
+{
+    return (L->g_ic * L->kk + 1u) / 2u;
+}
+
+int okpu_emu_by_quads(const emu_layer *L)
+{
+    return L->eight_bit && !L->a->depthwise;
+}
+
+void okpu_emu_pack_quad(const emu_layer *L, uint32_t quad, uint32_t *dst)
+{
+    const uint32_t items = L->g_ic * L->kk, pairs = okpu_emu_pairs(L);
+    uint32_t j, k;
+
+    for (k = 0; k < 4; k++) {
+        const uint32_t oc = 4u * quad + k;
+        const uint8_t *w = L->weights + (size_t)oc * items;
+        for (j = 0; j < pairs; j++)
+            dst[4u * j + k] = oc >= L->oc ? 0u : (uint32_t)w[2u * j] | (2u * j + 1u < items ? (uint32_t)w[2u * j + 1u] << 16 : 0u);
+    }
+}
+
+/* Offsets of each pair's two taps from a pixel in its first input row: tap t = (input channel t / kk, kernel position
+ * t % kk); a last odd tap is paired with itself (its weight is 0). */
+void okpu_emu_pair_offsets(const emu_layer *L, uint32_t *off)
+{
+    const uint32_t items = L->g_ic * L->kk, pairs = okpu_emu_pairs(L);
+    uint32_t t;
+
+    for (t = 0; t < 2u * pairs; t++) {
+        const uint32_t item = t < items ? t : items - 1u, pos = item % L->kk;
+        off[t] = (uint32_t)((size_t)(item / L->kk) * L->plane + (pos / L->k) * L->pitch + pos % L->k);
+    }
+}
+
+/* acc[k * stride + x] = channel k's sum at pixel x, for x in [0, n). */
+typedef struct quad_job {
+    const uint8_t *base; /* pixel 0 in the first input row of the run */
+    const uint32_t *off; /* 2 x pairs tap offsets */
+    const uint32_t *wq;  /* pairs x 4 packed words */
+    uint32_t pairs;
+    uint32_t *acc;
+    size_t stride;
+} quad_job;
+
+#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE)
+/* Pixels [x, n) one at a time: a run shorter than one vector step. */
+static void quad_scalar(const quad_job *Q, size_t x, size_t n)
+{
+    uint32_t j, k;
+
+    for (; x < n; x++) {
+        uint32_t sum[4] = {0, 0, 0, 0};
+        for (j = 0; j < Q->pairs; j++) {
+            const uint32_t u = Q->base[Q->off[2u * j] + x], v = Q->base[Q->off[2u * j + 1u] + x];
+            for (k = 0; k < 4; k++)
+                sum[k] += (Q->wq[4u * j + k] & 0xffffu) * u + (Q->wq[4u * j + k] >> 16) * v;
+        }
+        for (k = 0; k < 4; k++)
+            Q->acc[k * Q->stride + x] = sum[k];
+    }
+}
+
+/* Eight pixels a step; a last partial step recomputes the last eight (the sums are stored, not added, so pixels
+ * computed twice get the same value). */
+static size_t quad_sse2(const quad_job *Q, size_t n)
+{
+    const __m128i zero = _mm_setzero_si128();
+    size_t x = 0;
+    uint32_t j;
+    int k;
+
+    if (n < 8)
+        return 0;
+    for (;;) {
+        __m128i s[4][2];
+        for (k = 0; k < 4; k++)
+            s[k][0] = s[k][1] = zero;
+        for (j = 0; j < Q->pairs; j++) {
+            const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(Q->base + Q->off[2u * j] + x)), zero);
+            const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(Q->base + Q->off[2u * j + 1u] + x)), zero);
+            const __m128i lo = _mm_unpacklo_epi16(a, b), hi = _mm_unpackhi_epi16(a, b);
+            for (k = 0; k < 4; k++) {
+                const __m128i w = _mm_set1_epi32((int)Q->wq[4u * j + (uint32_t)k]);
+                s[k][0] = _mm_add_epi32(s[k][0], _mm_madd_epi16(lo, w));
+                s[k][1] = _mm_add_epi32(s[k][1], _mm_madd_epi16(hi, w));
+            }
+        }
+        for (k = 0; k < 4; k++) {
+            _mm_storeu_si128((__m128i *)(void *)(Q->acc + (size_t)k * Q->stride + x), s[k][0]);
+            _mm_storeu_si128((__m128i *)(void *)(Q->acc + (size_t)k * Q->stride + x + 4), s[k][1]);
+        }
+        if (x + 8 >= n)
+            return n;
+        x = x + 16 <= n ? x + 8 : n - 8;
+    }
+}
+
+#ifdef EMU_AVX2
+/* Sixteen pixels a step (the unpacks work within 128-bit lanes: lo holds pixels 0-3 and 8-11, hi 4-7 and 12-15). */
+__attribute__((target("avx2"))) static size_t quad_avx2(const quad_job *Q, size_t n)
+{
+    size_t x = 0;
+    uint32_t j;
+    int k;
+
+    if (n < 16)
+        return 0;
+    for (;;) {
+        __m256i s[4][2];
+        for (k = 0; k < 4; k++)
+            s[k][0] = s[k][1] = _mm256_setzero_si256();
+        for (j = 0; j < Q->pairs; j++) {
+            const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(Q->base + Q->off[2u * j] + x)));
+            const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(Q->base + Q->off[2u * j + 1u] + x)));
+            const __m256i lo = _mm256_unpacklo_epi16(a, b), hi = _mm256_unpackhi_epi16(a, b);
+            for (k = 0; k < 4; k++) {
+                const __m256i w = _mm256_set1_epi32((int)Q->wq[4u * j + (uint32_t)k]);
+                s[k][0] = _mm256_add_epi32(s[k][0], _mm256_madd_epi16(lo, w));
+                s[k][1] = _mm256_add_epi32(s[k][1], _mm256_madd_epi16(hi, w));
+            }
+        }
+        for (k = 0; k < 4; k++) {
+            uint32_t *d = Q->acc + (size_t)k * Q->stride + x;
+            _mm256_storeu_si256((__m256i *)(void *)d, _mm256_permute2x128_si256(s[k][0], s[k][1], 0x20));
+            _mm256_storeu_si256((__m256i *)(void *)(d + 8), _mm256_permute2x128_si256(s[k][0], s[k][1], 0x31));
+        }
+        if (x + 16 >= n)
+            return n;
+        x = x + 32 <= n ? x + 16 : n - 16;
+    }
+}
+#endif
+
+static void quad_run(const emu_layer *L, const quad_job *Q, size_t n)
+{
+    size_t x = 0;
+
+#ifdef EMU_AVX2
+    if (L->avx2)
+        x = quad_avx2(Q, n);
+#else
+    (void)L;
+#endif
+    if (x == 0)
+        x = quad_sse2(Q, n);
+    quad_scalar(Q, x, n);
+}
+#else
+/* The portable path: pair by pair over the run, four channels each. */
+static void quad_run(const emu_layer *L, const quad_job *Q, size_t n)
+{
+    uint32_t j, k;
+    size_t x;
+
+    (void)L;
+    for (k = 0; k < 4; k++)
+        memset(Q->acc + k * Q->stride, 0, n * sizeof *Q->acc);
+    for (j = 0; j < Q->pairs; j++) {
+        const uint8_t *u = Q->base + Q->off[2u * j], *v = Q->base + Q->off[2u * j + 1u];
+        for (k = 0; k < 4; k++) {
+            const uint32_t wu = Q->wq[4u * j + k] & 0xffffu, wv = Q->wq[4u * j + k] >> 16;
+            uint32_t *acc = Q->acc + k * Q->stride;
+            for (x = 0; x < n; x++)
+                acc[x] += wu * u[x] + wv * v[x];
+        }
+    }
+}
+#endif
+
+/* Channels 4q..4q+3 of the quads covering [oc_first, oc_end): accumulate all four, finish those in the range. */
+static void channels_by_quads(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, const emu_shared *S,
+                              emu_worker *W, uint8_t *out)
+{
+    const size_t out_plane = (size_t)L->a->out_width * L->a->out_height;
+    const runs R = plane_runs(L);
+    const uint32_t pairs = okpu_emu_pairs(L);
+    uint32_t *acc = (uint32_t *)(void *)W->acc;
+    uint32_t q, k, r;
+    quad_job Q;
+
+    Q.off = S->pair_off;
+    Q.pairs = pairs;
+    Q.stride = L->acc_stride;
+    for (q = oc_first / 4u; 4u * q < oc_end; q++) {
+        if (S->packed) {
+            Q.wq = S->packed + (size_t)q * pairs * 4u;
+        } else {
+            okpu_emu_pack_quad(L, q, W->pack);
+            Q.wq = W->pack;
+        }
+        if (R.whole) {
+            Q.base = L->in;
+            Q.acc = acc;
+            quad_run(L, &Q, (size_t)(L->h - 1) * L->pitch + L->w);
+        } else {
+            for (r = 0; r < R.count; r++) {
+                Q.base = L->in + (size_t)r * R.row_step * L->pitch;
+                Q.acc = acc + r * R.acc_row;
+                quad_run(L, &Q, R.span);
+            }
+        }
+        for (k = 0; k < 4; k++) {
+            const uint32_t oc = 4u * q + k;
+            if (oc < oc_first || oc >= oc_end)
+                continue;
+            channel_finish(L, oc, &R, acc + k * L->acc_stride, NULL, S, W);
+            pool_fast(L, W->activated, out + oc * out_plane);
+        }
+    }
+}
+
 void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, const emu_shared *S,
                             emu_worker *W, uint8_t *out)
 {
@@ -623,10 +853,12 @@ void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_e
 
     /* The table holds the activation of this layer (emu_run_layer clears the worker's at each layer), so it stays
      * valid from one of the worker's ranges to the next; the fill budget is the worker's share of the layer. */
+    if (okpu_emu_by_quads(L)) {
+        channels_by_quads(L, oc_first, oc_end, S, W, out);
+        return;
+    }
     for (oc = oc_first; oc < oc_end; oc++) {
-        okpu_kpu_bn bn;
-        okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
-        conv_fast(L, oc, &bn, S, W);
+        conv_fast(L, oc, S, W);
         pool_fast(L, W->activated, out + oc * out_plane);
     }
 }

@@ -991,9 +991,10 @@ static void test_prepare(int reference)
     CHECK(scratch > 0, "%s: prepare took no working memory", what);
     calls = heap.calls;
     /* The work block is not regrown for a smaller layer; the fast path keeps each layer's w-offset terms (one int64
-     * per output channel), taken at prepare and counted in scratch_bytes. */
-    CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls + (reference ? 0 : 1) &&
-              b->scratch_bytes == scratch + (reference ? 0 : small.s.oc * sizeof(int64_t)),
+     * per output channel) and, 8-bit and not depthwise, its weights packed by quads of output channels (per pair of
+     * taps, four 32-bit words: here 1 quad x 9 pairs), taken at prepare and counted in scratch_bytes. */
+    CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls + (reference ? 0 : 2) &&
+              b->scratch_bytes == scratch + (reference ? 0 : small.s.oc * sizeof(int64_t) + 1 * 9 * 4 * sizeof(uint32_t)),
           "%s: a smaller layer after a larger one reallocated (%ld calls, %zu -> %zu bytes)", what,
           heap.calls - calls, scratch, b->scratch_bytes);
     scratch = b->scratch_bytes;

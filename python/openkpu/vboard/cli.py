@@ -82,9 +82,6 @@ def cmd_boot(args):
     from .console import PtyConsole, TerminalConsole, interact
     board = _board(args)
 
-    def on_term(_sig, _frame):
-        raise KeyboardInterrupt()
-    signal.signal(signal.SIGTERM, on_term)
     if args.pty:
         console = PtyConsole()
         print("vboard: guest UART on %s (Ctrl-C here stops the board)" % console.path, file=sys.stderr)
@@ -92,6 +89,12 @@ def cmd_boot(args):
     else:
         console = TerminalConsole()
         print("vboard: booting %s (Ctrl-] quits)\r" % args.image, file=sys.stderr)
+
+    def on_term(_sig, _frame):
+        # A flag the loop reads, not an exception: the signal may arrive inside one of Unicorn's ctypes callbacks,
+        # which prints and drops an exception raised there, and the board would run on.
+        console.quit = True
+    signal.signal(signal.SIGTERM, on_term)
     try:
         with console:
             interact(board, console)
