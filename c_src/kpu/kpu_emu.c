@@ -24,8 +24,8 @@ typedef struct w_terms {
     const uint8_t *weights;
     int eight_bit;
     uint32_t oc, g_ic, kk;
-    int32_t arg_w;
-    unsigned shr_w;
+    int32_t arg_w, arg_x;
+    unsigned shr_w, shr_x; /* arg_x, shr_x: the packed weights hold the x-offset fold (okpu_emu_fold) */
     int64_t arg_add;
     int64_t *term;    /* oc entries */
     uint32_t *packed; /* 8-bit layers that are not depthwise: every quad's packed weights (okpu_emu_pack_quad) */
@@ -210,6 +210,7 @@ static void weights_layer(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, 
     L->k = okpu_kpu_kernel_size(&job->args);
     L->kk = L->k * L->k;
     L->offset_mode = e->opts.conv_offset;
+    okpu_emu_fold(L);
 }
 
 /* The w-offset term of every output channel of the layer into out[0..oc). */
@@ -253,7 +254,8 @@ static w_terms *w_terms_find(const okpu_kpu_emu *e, const okpu_kpu_layer_job *jo
         w_terms *t = &e->wt[i];
         if (t->weights == job->weights && t->eight_bit == job->eight_bit && t->oc == a->out_channels &&
             t->g_ic == (a->depthwise ? 1u : a->in_channels) && t->kk == okpu_kpu_kernel_size(a) * okpu_kpu_kernel_size(a) &&
-            t->arg_w == a->arg_w && t->shr_w == a->shr_w && t->arg_add == a->arg_add)
+            t->arg_w == a->arg_w && t->shr_w == a->shr_w && t->arg_add == a->arg_add && t->arg_x == a->arg_x &&
+            t->shr_x == a->shr_x)
             return t;
     }
     return NULL;
@@ -310,6 +312,8 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     t->arg_w = a->arg_w;
     t->shr_w = a->shr_w;
     t->arg_add = a->arg_add;
+    t->arg_x = a->arg_x;
+    t->shr_x = a->shr_x;
     w_terms_fill(e, job, t->term);
     packed_fill(e, job, t);
     e->wt_count++;
@@ -579,6 +583,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     L.avx2 = e->avx2;
     L.in = at[PART_IN];
     L.acc_stride = (size_t)align8(L.plane);
+    okpu_emu_fold(&L);
 
     memset(&T, 0, sizeof T);
     T.L = &L;
@@ -622,7 +627,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         const size_t n = (size_t)L.w * L.h;
         input_tasks IT;
         x_mode = e->reference || a->depthwise ? X_NONE
-                 : a->arg_x == 0              ? X_ZERO
+                 : a->arg_x == 0 || L.folded  ? X_ZERO
                  : sets < 2                   ? X_DIRECT
                  : x_parts(e, a)              ? X_PARTS
                                               : X_BANDS;

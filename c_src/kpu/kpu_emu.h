@@ -42,6 +42,13 @@ typedef struct emu_layer {
     size_t plane;        /* bytes per padded input plane */
     const uint8_t *in;   /* ic padded input planes (pad taps hold pad_value) */
     size_t acc_stride;   /* by quads (okpu_emu_by_quads): uint32 accumulators per channel of a quad in W->acc */
+    /* 8-bit mode: the accumulators (uint32) hold the signed sum plus acc_bias = 2^31 (the sums fit int32), so weights
+     * may be negative. x_fold: when arg_x is a multiple of 2^shr_x, every x-offset term is exactly x_fold times a tap
+     * sum (x_fold = arg_x / 2^shr_x), so the fast path adds x_fold to every weight instead (folded = 1) and its
+     * x-offset terms are 0; okpu_emu_fold sets these. */
+    int64_t acc_bias;
+    int32_t x_fold;
+    int folded;
     okpu_round_mode round;
     okpu_conv_offset_mode offset_mode;
     okpu_mean_border_mode mean_border;
@@ -172,6 +179,8 @@ void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, emu_w
 /* Pixels [first, end) of the summed plane: one floor of the total per pixel (OKPU_CONV_OFFSET_ONCE), else as is. */
 void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t end);
 int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc);
+/* Sets L->acc_bias, L->x_fold and L->folded from L->eight_bit, L->a, L->g_ic and L->kk. */
+void okpu_emu_fold(emu_layer *L);
 /* 8-bit layers that are not depthwise run four output channels at a time on packed weights (kpu_emu_conv.c): */
 int okpu_emu_by_quads(const emu_layer *L);
 uint32_t okpu_emu_pairs(const emu_layer *L);                     /* pairs of taps: ceil(g_ic * kk / 2) */

@@ -137,8 +137,10 @@ static void x_term_one_channel(const emu_layer *L, uint32_t c, const emu_shared 
     const size_t n = (size_t)L->w * L->h;
     size_t p;
 
-    if (L->a->arg_x == 0) {
-        memset(W->x_term, 0, n * sizeof *W->x_term);
+    if (L->folded) { /* the terms are in the weights: a plane of zeros, written at the worker's first channel */
+        if (!W->x_started)
+            memset(W->x_term, 0, n * sizeof *W->x_term);
+        W->x_started = 1;
         return;
     }
 #ifdef EMU_AVX2
@@ -191,7 +193,7 @@ int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc)
 
 typedef struct tap_pairs {
     const uint8_t *u[MAX_PAIRS], *v[MAX_PAIRS];
-    uint32_t wu[MAX_PAIRS], wv[MAX_PAIRS];
+    uint32_t wu[MAX_PAIRS], wv[MAX_PAIRS]; /* int16 weights as the uint32 of their two's complement */
     int n;
 } tap_pairs;
 
@@ -235,7 +237,7 @@ static void acc_pairs_sse2(uint32_t *acc, const tap_pairs *P, size_t x, size_t n
     if (x >= n)
         return;
     for (j = 0; j < P->n; j++)
-        w[j] = _mm_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
+        w[j] = _mm_set1_epi32((int)((P->wu[j] & 0xffffu) | (P->wv[j] << 16)));
     for (; x + 8 <= n; x += 8) {
         pairs8(P, w, x, &s0, &s1);
         _mm_storeu_si128((__m128i *)(void *)(acc + x),
@@ -292,7 +294,7 @@ __attribute__((target("avx2"))) static size_t acc_pairs_avx2(uint32_t *acc, cons
     if (n < 16)
         return 0;
     for (j = 0; j < P->n; j++)
-        w[j] = _mm256_set1_epi32((int)(P->wu[j] | (P->wv[j] << 16)));
+        w[j] = _mm256_set1_epi32((int)((P->wu[j] & 0xffffu) | (P->wv[j] << 16)));
     for (; x + 16 <= n; x += 16) {
         pairs16(P, w, x, &lo, &hi);
         _mm256_storeu_si256((__m256i *)(void *)(acc + x),
@@ -339,25 +341,35 @@ static void acc_pairs(const emu_layer *L, uint32_t *acc, const tap_pairs *P, siz
 }
 #endif
 
+/* Weight w plus the layer's x-offset fold, as the uint32 of its two's complement (the sums are taken mod 2^32). */
+static uint32_t folded_weight(const emu_layer *L, uint8_t w)
+{
+    return (uint32_t)w + (uint32_t)L->x_fold;
+}
+
 static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const emu_worker *B)
 {
     uint32_t *acc = (uint32_t *)(void *)B->acc + (size_t)y0 * L->w;
     const uint8_t *wt;
     tap_pairs P;
-    uint32_t i = 0;
+    uint32_t i = 0, x;
 
-    memset(acc, 0, span * sizeof *acc);
+    for (x = 0; x < span; x++)
+        acc[x] = (uint32_t)L->acc_bias;
     if (L->k == 3) {
         for (i = 0; i < L->g_ic; i++) {
             const uint8_t *r0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
             const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+            uint32_t f[9];
             wt = L->weights + okpu_emu_weight_index(L, oc, i);
+            for (x = 0; x < 9; x++)
+                f[x] = folded_weight(L, wt[x]);
             P.n = 0;
-            pair_add(&P, r0, wt[0], r0 + 1, wt[1]);
-            pair_add(&P, r0 + 2, wt[2], r1, wt[3]);
-            pair_add(&P, r1 + 1, wt[4], r1 + 2, wt[5]);
-            pair_add(&P, r2, wt[6], r2 + 1, wt[7]);
-            pair_add(&P, r2 + 2, wt[8], r2 + 2, 0);
+            pair_add(&P, r0, f[0], r0 + 1, f[1]);
+            pair_add(&P, r0 + 2, f[2], r1, f[3]);
+            pair_add(&P, r1 + 1, f[4], r1 + 2, f[5]);
+            pair_add(&P, r2, f[6], r2 + 1, f[7]);
+            pair_add(&P, r2 + 2, f[8], r2 + 2, 0);
             acc_pairs(L, acc, &P, span);
         }
         return;
@@ -367,9 +379,9 @@ static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint3
         wt = L->weights + okpu_emu_weight_index(L, oc, i);
         P.n = 0;
         for (; i + 2 <= L->g_ic && P.n < MAX_PAIRS; i += 2, p0 += 2 * L->plane, wt += 2)
-            pair_add(&P, p0, wt[0], p0 + L->plane, wt[1]);
+            pair_add(&P, p0, folded_weight(L, wt[0]), p0 + L->plane, folded_weight(L, wt[1]));
         if (i + 1 == L->g_ic && P.n < MAX_PAIRS) {
-            pair_add(&P, p0, wt[0], p0, 0);
+            pair_add(&P, p0, folded_weight(L, wt[0]), p0, 0);
             i++;
         }
         acc_pairs(L, acc, &P, span);
@@ -558,7 +570,7 @@ static void alu_range(const emu_layer *L, const uint32_t *acc32, const uint64_t 
 static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const uint32_t *a32, const uint64_t *a64,
                            const emu_shared *S, emu_worker *W)
 {
-    const int64_t w_const = S->w_const[oc];
+    const int64_t w_const = S->w_const[oc] - L->acc_bias;
     const int64_t *x_term = L->a->depthwise ? W->x_term : S->x_term;
     const int has_range = S->act.usable && R->count > 0 && R->span > R->x_first;
     int64_t lo = 0, hi = 0;
@@ -642,6 +654,25 @@ int okpu_emu_by_quads(const emu_layer *L)
     return L->eight_bit && !L->a->depthwise;
 }
 
+void okpu_emu_fold(emu_layer *L)
+{
+    const okpu_kpu_args *a = L->a;
+    int64_t fold, most;
+
+    L->acc_bias = L->eight_bit ? (int64_t)1 << 31 : 0; /* 8-bit sums: |sum| < 1024 * 9 * 255 * 255 < 2^31 */
+    L->x_fold = 0;
+    L->folded = 0;
+    if (!L->eight_bit || a->shr_x > 30u || a->arg_x % ((int32_t)1 << a->shr_x) != 0)
+        return;
+    fold = a->arg_x / ((int32_t)1 << a->shr_x);
+    /* each folded weight must fit pmaddwd's int16, and g_ic * kk of them times 255 an int32 sum */
+    most = 255 + (fold < 0 ? -fold : fold);
+    if (most > INT16_MAX || (uint64_t)most * 255u * L->g_ic * L->kk > (uint64_t)INT32_MAX)
+        return;
+    L->x_fold = (int32_t)fold;
+    L->folded = 1;
+}
+
 void okpu_emu_pack_quad(const emu_layer *L, uint32_t quad, uint32_t *dst)
 {
     const uint32_t items = L->g_ic * L->kk, pairs = okpu_emu_pairs(L);
@@ -651,7 +682,9 @@ void okpu_emu_pack_quad(const emu_layer *L, uint32_t quad, uint32_t *dst)
         const uint32_t oc = 4u * quad + k;
         const uint8_t *w = L->weights + (size_t)oc * items;
         for (j = 0; j < pairs; j++)
-            dst[4u * j + k] = oc >= L->oc ? 0u : (uint32_t)w[2u * j] | (2u * j + 1u < items ? (uint32_t)w[2u * j + 1u] << 16 : 0u);
+            dst[4u * j + k] = oc >= L->oc ? 0u
+                                          : (folded_weight(L, w[2u * j]) & 0xffffu) |
+                                                (2u * j + 1u < items ? folded_weight(L, w[2u * j + 1u]) << 16 : 0u);
     }
 }
 
@@ -674,9 +707,28 @@ typedef struct quad_job {
     const uint32_t *off; /* 2 x pairs tap offsets */
     const uint32_t *wq;  /* pairs x 4 packed words */
     uint32_t pairs;
+    uint32_t bias; /* the accumulators' start (L->acc_bias) */
     uint32_t *acc;
     size_t stride;
 } quad_job;
+
+/* The int16 halves of a packed word, sign-extended, as uint32 (sums mod 2^32). */
+static inline uint32_t low16(uint32_t w)
+{
+    return ((w & 0xffffu) ^ 0x8000u) - 0x8000u;
+}
+
+static inline uint32_t high16(uint32_t w)
+{
+    return ((w >> 16) ^ 0x8000u) - 0x8000u;
+}
+
+static inline int as_int(uint32_t v) /* the int with v's bits (a vector lane's value) */
+{
+    int32_t r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
 
 #if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE)
 /* Pixels [x, n) one at a time: a run shorter than one vector step. */
@@ -685,11 +737,13 @@ static void quad_scalar(const quad_job *Q, size_t x, size_t n)
     uint32_t j, k;
 
     for (; x < n; x++) {
-        uint32_t sum[4] = {0, 0, 0, 0};
+        uint32_t sum[4];
+        for (k = 0; k < 4; k++)
+            sum[k] = Q->bias;
         for (j = 0; j < Q->pairs; j++) {
             const uint32_t u = Q->base[Q->off[2u * j] + x], v = Q->base[Q->off[2u * j + 1u] + x];
             for (k = 0; k < 4; k++)
-                sum[k] += (Q->wq[4u * j + k] & 0xffffu) * u + (Q->wq[4u * j + k] >> 16) * v;
+                sum[k] += low16(Q->wq[4u * j + k]) * u + high16(Q->wq[4u * j + k]) * v;
         }
         for (k = 0; k < 4; k++)
             Q->acc[k * Q->stride + x] = sum[k];
@@ -710,7 +764,7 @@ static size_t quad_sse2(const quad_job *Q, size_t n)
     for (;;) {
         __m128i s[4][2];
         for (k = 0; k < 4; k++)
-            s[k][0] = s[k][1] = zero;
+            s[k][0] = s[k][1] = _mm_set1_epi32(as_int(Q->bias));
         for (j = 0; j < Q->pairs; j++) {
             const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(Q->base + Q->off[2u * j] + x)), zero);
             const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(Q->base + Q->off[2u * j + 1u] + x)), zero);
@@ -744,7 +798,7 @@ __attribute__((target("avx2"))) static size_t quad_avx2(const quad_job *Q, size_
     for (;;) {
         __m256i s[4][2];
         for (k = 0; k < 4; k++)
-            s[k][0] = s[k][1] = _mm256_setzero_si256();
+            s[k][0] = s[k][1] = _mm256_set1_epi32(as_int(Q->bias));
         for (j = 0; j < Q->pairs; j++) {
             const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(Q->base + Q->off[2u * j] + x)));
             const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(Q->base + Q->off[2u * j + 1u] + x)));
@@ -790,11 +844,12 @@ static void quad_run(const emu_layer *L, const quad_job *Q, size_t n)
 
     (void)L;
     for (k = 0; k < 4; k++)
-        memset(Q->acc + k * Q->stride, 0, n * sizeof *Q->acc);
+        for (x = 0; x < n; x++)
+            Q->acc[k * Q->stride + x] = Q->bias;
     for (j = 0; j < Q->pairs; j++) {
         const uint8_t *u = Q->base + Q->off[2u * j], *v = Q->base + Q->off[2u * j + 1u];
         for (k = 0; k < 4; k++) {
-            const uint32_t wu = Q->wq[4u * j + k] & 0xffffu, wv = Q->wq[4u * j + k] >> 16;
+            const uint32_t wu = low16(Q->wq[4u * j + k]), wv = high16(Q->wq[4u * j + k]);
             uint32_t *acc = Q->acc + k * Q->stride;
             for (x = 0; x < n; x++)
                 acc[x] += wu * u[x] + wv * v[x];
@@ -816,6 +871,7 @@ static void channels_by_quads(const emu_layer *L, uint32_t oc_first, uint32_t oc
 
     Q.off = S->pair_off;
     Q.pairs = pairs;
+    Q.bias = (uint32_t)L->acc_bias;
     Q.stride = L->acc_stride;
     for (q = oc_first / 4u; 4u * q < oc_end; q++) {
         if (S->packed) {
