@@ -626,8 +626,8 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         enum { X_NONE, X_ZERO, X_DIRECT, X_PARTS, X_BANDS } x_mode;
         const size_t n = (size_t)L.w * L.h;
         input_tasks IT;
-        x_mode = e->reference || a->depthwise ? X_NONE
-                 : a->arg_x == 0 || L.folded  ? X_ZERO
+        x_mode = e->reference || a->depthwise || L.folded ? X_NONE /* folded: the terms are in the weights */
+                 : a->arg_x == 0              ? X_ZERO
                  : sets < 2                   ? X_DIRECT
                  : x_parts(e, a)              ? X_PARTS
                                               : X_BANDS;

@@ -133,7 +133,8 @@ struct emu_worker;
  * worker's share of the layer (the table computes at most half that many entries in the layer). */
 void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *c, struct emu_worker *W, size_t npix,
                      size_t range_px);
-/* out[x] = bn_act(acc[x] + xt[x] + w_const) for x = first, first + step, ... < end; acc is a32 (8-bit mode) or a64. */
+/* out[x] = bn_act(acc[x] + xt[x] + w_const) for x = first, first + step, ... < end; acc is a32 (8-bit mode) or a64;
+ * xt NULL: no x-offset terms (folded into the weights). */
 void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn_channel *c, const uint32_t *a32,
                          const uint64_t *a64, const int64_t *xt, int64_t w_const, uint8_t *out, size_t first,
                          size_t end, size_t step);

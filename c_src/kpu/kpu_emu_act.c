@@ -289,7 +289,7 @@ __attribute__((target("sse4.1"))) static size_t bn_row_sse41(const uint32_t *a32
         __m128i acc = a32 ? _mm_unpacklo_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(a32 + x)),
                                                _mm_setzero_si128())
                           : _mm_loadu_si128((const __m128i *)(const void *)(a64 + x));
-        const __m128i alu_i = _mm_add_epi64(_mm_add_epi64(acc, _mm_loadu_si128((const __m128i *)(const void *)(xt + x))), wc);
+        const __m128i alu_i = _mm_add_epi64(xt ? _mm_add_epi64(acc, _mm_loadu_si128((const __m128i *)(const void *)(xt + x))) : acc, wc);
         /* int64 -> double for |v| < 2^51: v + 1.5 * 2^52 in the mantissa */
         const __m128d alu = _mm_sub_pd(_mm_castsi128_pd(_mm_add_epi64(alu_i, magic_i)), magic);
         const __m128d y = _mm_add_pd(_mm_floor_pd(_mm_mul_pd(alu, mul)), add);
@@ -349,7 +349,7 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
         const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
                                 : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
         const __m256i alu_i =
-            _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))), wc);
+            _mm256_add_epi64(xt ? _mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))) : acc, wc);
         const __m256d alu = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(alu_i, magic_i)), magic);
         const __m256d y = _mm256_add_pd(_mm256_floor_pd(_mm256_mul_pd(alu, mul)), add);
         __m256d xs = _mm256_set1_pd(V->xs[0]), fm = _mm256_set1_pd(f[0]), bias = _mm256_set1_pd(V->vbias[0]), d, r, v;
@@ -402,7 +402,7 @@ __attribute__((target("avx2"))) static size_t lut_row_avx2(const uint32_t *a32, 
         const __m256i acc = a32 ? _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a32 + x)))
                                 : _mm256_loadu_si256((const __m256i *)(const void *)(a64 + x));
         const __m256i alu =
-            _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))), wc);
+            _mm256_add_epi64(xt ? _mm256_add_epi64(acc, _mm256_loadu_si256((const __m256i *)(const void *)(xt + x))) : acc, wc);
         const __m256i i = _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epi32(alu, mul), bias), shr), k);
         _mm256_storeu_si256((__m256i *)(void *)idx, i);
         out[x] = t[idx[0]];
@@ -430,6 +430,8 @@ void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const o
 #endif
 }
 
+#define XT(x) (xt ? xt[x] : 0) /* xt NULL: the layer's x-offset terms are folded into its weights */
+
 void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn_channel *c, const uint32_t *a32,
                          const uint64_t *a64, const int64_t *xt, int64_t w_const, uint8_t *out, size_t first,
                          size_t end, size_t step)
@@ -438,7 +440,7 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
 
     if (!c->usable) {
         for (; x < end; x += step)
-            out[x] = okpu_emu_bn_act((a32 ? (int64_t)a32[x] : (int64_t)a64[x]) + xt[x] + w_const, c->bn, &L->act,
+            out[x] = okpu_emu_bn_act((a32 ? (int64_t)a32[x] : (int64_t)a64[x]) + XT(x) + w_const, c->bn, &L->act,
                                      L->act_sorted, L->round);
         return;
     }
@@ -454,7 +456,7 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
             size_t n = 0, i;
             for (; x < end && n < RUN; x += step, n++) {
                 acc[n] = a32 ? a32[x] : a64[x];
-                xts[n] = xt[x];
+                xts[n] = XT(x);
             }
             okpu_emu_bn_act_row(L, A, c, NULL, acc, xts, w_const, res, 0, n, 1);
             for (i = 0; i < n; i++)
@@ -468,28 +470,28 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
         const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
 #ifdef EMU_AVX2
         if (L->avx2 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
-            x += lut_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c);
+            x += lut_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c);
 #endif
         if (a32)
             for (; x < end; x += step)
-                out[x] = t[floor_shift(((int64_t)a32[x] + xt[x] + w_const) * c->mul, c->shift) + off];
+                out[x] = t[floor_shift(((int64_t)a32[x] + XT(x) + w_const) * c->mul, c->shift) + off];
         else
             for (; x < end; x += step)
-                out[x] = t[floor_shift(((int64_t)a64[x] + xt[x] + w_const) * c->mul, c->shift) + off];
+                out[x] = t[floor_shift(((int64_t)a64[x] + XT(x) + w_const) * c->mul, c->shift) + off];
         return;
     }
 #ifdef EMU_AVX2
     if (c->vec && step == 1 && L->avx2)
-        x += bn_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c, L->round);
+        x += bn_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
 #endif
 #ifdef EMU_SSE41
     if (c->vec && step == 1)
-        x += bn_row_sse41(a32 ? a32 + x : NULL, a64 + x, xt + x, w_const, out + x, end - x, c, L->round);
+        x += bn_row_sse41(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
 #endif
     /* the mode is a constant in each loop, so the compiler drops the other modes' code from it */
 #define BN_LOOP(ACC, MODE)                                                                                        \
     for (; x < end; x += step)                                                                                    \
-        out[x] = bn_act_fast((int64_t)(ACC)[x] + xt[x] + w_const, c, A, MODE)
+        out[x] = bn_act_fast((int64_t)(ACC)[x] + XT(x) + w_const, c, A, MODE)
     if (a32) {
         if (L->round == OKPU_ROUND_HALF_UP)
             BN_LOOP(a32, OKPU_ROUND_HALF_UP);
@@ -507,3 +509,4 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
     }
 #undef BN_LOOP
 }
+#undef XT

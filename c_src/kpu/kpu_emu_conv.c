@@ -137,12 +137,8 @@ static void x_term_one_channel(const emu_layer *L, uint32_t c, const emu_shared 
     const size_t n = (size_t)L->w * L->h;
     size_t p;
 
-    if (L->folded) { /* the terms are in the weights: a plane of zeros, written at the worker's first channel */
-        if (!W->x_started)
-            memset(W->x_term, 0, n * sizeof *W->x_term);
-        W->x_started = 1;
+    if (L->folded) /* the terms are in the weights */
         return;
-    }
 #ifdef EMU_AVX2
     if (L->avx2 && L->a->shr_x <= 62u) {
         x_terms_avx2(L, c, S, W->x_term, XT_SET);
@@ -539,7 +535,39 @@ __attribute__((target("avx2"))) static size_t range_avx2(const uint32_t *a32, co
 }
 #endif
 
-/* Range of alu = sum(x*w) + x_term + w_const over the pixels of R. */
+#ifdef EMU_AVX2
+/* min and max of the uint32 a[x] for x in [0, n) into *mn, *mx (which hold the range so far), sixteen at a time;
+ * returns how many it did (a multiple of 16). */
+__attribute__((target("avx2"))) static size_t range_u32_avx2(const uint32_t *a, size_t n, int64_t *mn, int64_t *mx)
+{
+    __m256i vmn[2], vmx[2];
+    uint32_t lo[8], hi[8];
+    size_t x = 0;
+    int i, k;
+
+    for (k = 0; k < 2; k++) {
+        vmn[k] = _mm256_set1_epi32(-1); /* UINT32_MAX */
+        vmx[k] = _mm256_setzero_si256();
+    }
+    for (; x + 16 <= n; x += 16)
+        for (k = 0; k < 2; k++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(a + x + 8 * (size_t)k));
+            vmn[k] = _mm256_min_epu32(vmn[k], v);
+            vmx[k] = _mm256_max_epu32(vmx[k], v);
+        }
+    if (x == 0)
+        return 0;
+    _mm256_storeu_si256((__m256i *)(void *)lo, _mm256_min_epu32(vmn[0], vmn[1]));
+    _mm256_storeu_si256((__m256i *)(void *)hi, _mm256_max_epu32(vmx[0], vmx[1]));
+    for (i = 0; i < 8; i++) {
+        *mn = (int64_t)lo[i] < *mn ? (int64_t)lo[i] : *mn;
+        *mx = (int64_t)hi[i] > *mx ? (int64_t)hi[i] : *mx;
+    }
+    return x;
+}
+#endif
+
+/* Range of alu = sum(x*w) + x_term + w_const over the pixels of R (x_term NULL: folded into the weights). */
 static void alu_range(const emu_layer *L, const uint32_t *acc32, const uint64_t *acc64, const int64_t *x_term,
                       const runs *R, int64_t w_const, int64_t *lo, int64_t *hi)
 {
@@ -551,12 +579,15 @@ static void alu_range(const emu_layer *L, const uint32_t *acc32, const uint64_t 
         const size_t first = (size_t)r * R->row_step * L->w, acc_first = r * R->acc_row;
         x = R->x_first;
 #ifdef EMU_AVX2
-        if (L->avx2 && R->x_step == 1)
+        if (L->avx2 && R->x_step == 1 && !x_term && acc32)
+            x += range_u32_avx2(acc32 + acc_first + x, R->span - x, &mn, &mx);
+        else if (L->avx2 && R->x_step == 1 && x_term)
             x += range_avx2(acc32 ? acc32 + acc_first + x : NULL, acc64 + acc_first + x, x_term + first + x,
                             R->span - x, &mn, &mx);
 #endif
         for (; x < R->span; x += R->x_step) {
-            const int64_t v = (acc32 ? (int64_t)acc32[acc_first + x] : (int64_t)acc64[acc_first + x]) + x_term[first + x];
+            const int64_t v = (acc32 ? (int64_t)acc32[acc_first + x] : (int64_t)acc64[acc_first + x]) +
+                              (x_term ? x_term[first + x] : 0);
             mn = v < mn ? v : mn;
             mx = v > mx ? v : mx;
         }
@@ -571,7 +602,7 @@ static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const
                            const emu_shared *S, emu_worker *W)
 {
     const int64_t w_const = S->w_const[oc] - L->acc_bias;
-    const int64_t *x_term = L->a->depthwise ? W->x_term : S->x_term;
+    const int64_t *x_term = L->folded ? NULL : L->a->depthwise ? W->x_term : S->x_term;
     const int has_range = S->act.usable && R->count > 0 && R->span > R->x_first;
     int64_t lo = 0, hi = 0;
     okpu_kpu_bn bn;
@@ -589,7 +620,8 @@ static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const
     for (r = 0; r < R->count; r++) {
         const size_t first = (size_t)r * R->row_step * L->w;
         okpu_emu_bn_act_row(L, &S->act, &bc, a32 ? a32 + r * R->acc_row : NULL, a64 + r * R->acc_row,
-                            x_term + first, w_const, W->activated + first, R->x_first, R->span, R->x_step);
+                            x_term ? x_term + first : NULL, w_const, W->activated + first, R->x_first, R->span,
+                            R->x_step);
     }
 }
 
