@@ -77,6 +77,7 @@ enum {
     PART_ACC,
     PART_LUT, /* the activation table (emu_worker.lut) */
     PART_PACK, /* non-depthwise layers no prepare covered: one quad's packed weights */
+    PART_WIDE, /* depthwise layers: one input plane as int16 (emu_worker.wide) */
     PART_COUNT
 };
 #define PART_FIRST_WORKER PART_ACTIVATED
@@ -151,6 +152,8 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
         bad |= okpu_mul_ovf(n, sizeof(uint32_t), OKPU_SIZE_LIMIT, &part[PART_BOX]);
         part[PART_COL] = (w + 2u) * sizeof(uint32_t);
         bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
+        if (a->depthwise)
+            part[PART_WIDE] = (plane + EMU_WIDE_SLACK) * sizeof(int16_t);
         if (!a->depthwise) {
             /* by quads: four planes of acc_stride uint32 (a 3x3 layer's run over its padded rows is longer than n) */
             const uint64_t pairs = ((uint64_t)a->in_channels * k * k + 1u) / 2u;
@@ -224,24 +227,28 @@ static void w_terms_fill(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, i
         out[oc] = okpu_emu_w_term(&L, oc);
 }
 
-/* Words of a layer's packed weights: quads x pairs x 4 (< 2^24: 256 quads, 4608 pairs), 0 when it does not run by
- * quads. */
+/* Words of a layer's packed weights: quads x pairs x 4 (< 2^24: 256 quads, 4608 pairs) for a layer by quads,
+ * out_channels x 6 for an 8-bit 3x3 depthwise layer, else 0. */
 static size_t packed_words(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
 {
     emu_layer L;
 
     weights_layer(e, job, &L);
+    if (okpu_emu_dw3(&L))
+        return (size_t)L.oc * 6u;
     return okpu_emu_by_quads(&L) ? (size_t)((L.oc + 3u) / 4u) * okpu_emu_pairs(&L) * 4u : 0u;
 }
 
-/* Every quad's packed weights into t->packed (t->packed_words of them). */
+/* The layer's packed weights into t->packed (t->packed_words of them). */
 static void packed_fill(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, w_terms *t)
 {
     emu_layer L;
     uint32_t q;
 
     weights_layer(e, job, &L);
-    for (q = 0; t->packed_words && 4u * q < L.oc; q++)
+    for (q = 0; t->packed_words && okpu_emu_dw3(&L) && q < L.oc; q++)
+        okpu_emu_pack_dw3(&L, q, t->packed + (size_t)q * 6u);
+    for (q = 0; t->packed_words && okpu_emu_by_quads(&L) && 4u * q < L.oc; q++)
         okpu_emu_pack_quad(&L, q, t->packed + (size_t)q * okpu_emu_pairs(&L) * 4u);
 }
 
@@ -552,6 +559,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         W->col = (uint32_t *)(void *)at[PART_COL];
         W->acc = (uint64_t *)(void *)at[PART_ACC];
         W->pack = (uint32_t *)(void *)at[PART_PACK];
+        W->wide = (int16_t *)(void *)at[PART_WIDE];
         W->lut = at[PART_LUT];
         W->share = (a->out_channels + (uint32_t)sets - 1u) / (uint32_t)sets;
     }
@@ -613,8 +621,8 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         if (okpu_emu_by_quads(&L)) {
             okpu_emu_pair_offsets(&L, (uint32_t *)(void *)at[PART_PAIR_OFF]);
             S.pair_off = (const uint32_t *)(void *)at[PART_PAIR_OFF];
-            S.packed = t ? t->packed : NULL;
         }
+        S.packed = t ? t->packed : NULL;
         okpu_emu_x_table_fill(&L, &S);
         okpu_emu_act_fast_init(&L.act, L.act_sorted, &S.act);
         T.S = &S;

@@ -147,7 +147,8 @@ typedef struct emu_shared {
     int64_t *x_table;       /* floor(arg_x * s / 2^shr_x) for every possible per-channel tap sum s */
     const int64_t *w_const; /* oc: the w-offset terms and arg_add of each output channel */
     const uint32_t *pair_off; /* by quads: 2 x okpu_emu_pairs tap offsets (okpu_emu_pair_offsets) */
-    const uint32_t *packed;   /* by quads: every quad's packed weights, or NULL (each worker packs its quads) */
+    const uint32_t *packed;   /* by quads: every quad's packed weights; 8-bit 3x3 depthwise: every channel's six
+                               * words (okpu_emu_pack_dw3); NULL: each worker packs its own */
     emu_act_fast act;       /* the layer's activation table for the fast rows */
 } emu_shared;
 
@@ -160,6 +161,7 @@ typedef struct emu_worker {
     uint32_t *col;      /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode; by quads four planes of acc_stride) */
     uint32_t *pack;     /* by quads without S->packed: one quad's packed weights */
+    int16_t *wide;      /* 8-bit 3x3 depthwise: one padded input plane widened, then EMU_WIDE_SLACK zeros */
     uint8_t *lut;       /* EMU_LUT_MAX bytes: the activation of y for y in [lut_lo, lut_lo + lut_n) */
     size_t lut_n;       /* entries valid (0 at the start of each layer: emu_run_layer clears the worker) */
     int64_t lut_lo;
@@ -180,6 +182,10 @@ void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, emu_w
 /* Pixels [first, end) of the summed plane: one floor of the total per pixel (OKPU_CONV_OFFSET_ONCE), else as is. */
 void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t end);
 int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc);
+/* 8-bit 3x3 depthwise layers accumulate on a widened plane with six packed words per channel: */
+#define EMU_WIDE_SLACK 32u
+int okpu_emu_dw3(const emu_layer *L);
+void okpu_emu_pack_dw3(const emu_layer *L, uint32_t c, uint32_t *dst); /* 6 words */
 /* Sets L->acc_bias, L->x_fold and L->folded from L->eight_bit, L->a, L->g_ic and L->kk. */
 void okpu_emu_fold(emu_layer *L);
 /* 8-bit layers that are not depthwise run four output channels at a time on packed weights (kpu_emu_conv.c): */

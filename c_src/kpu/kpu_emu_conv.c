@@ -10,6 +10,13 @@
 #include "kpu_emu.h"
 #include "kpu_layout.h"
 
+static inline int as_int(uint32_t v) /* the int with v's bits (a vector lane's value) */
+{
+    int32_t r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
 /* Tap sums sum(x) of channel c at every pixel (pad taps included). */
 static void channel_box_sums(const emu_layer *L, uint32_t c, emu_worker *B)
 {
@@ -625,6 +632,116 @@ static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const
     }
 }
 
+/* ---- 8-bit 3x3 depthwise: the taps in registers on a widened plane ----
+ * The channel's padded plane is widened to int16 once (W->wide), so the taps need no unpacking: pmaddwd over pixels
+ * x..x+15 of a row with the packed pair (w0, w1) sums w0 * p[x + 2i] + w1 * p[x + 2i + 1], the first two taps of the
+ * even output pixels x + 2i; the same from x + 1 gives the odd ones; (w2, 0) from x + 2 and x + 3 the third tap. Per
+ * 16 output pixels: twelve loads and pmaddwd for the nine taps, one interleave of the even and odd sums. The packed
+ * words per channel, for kernel rows 0-2: (w0, w1) then (w2, 0), folded weights as in the quads. Over the padded
+ * planes as one run (see plane_runs), so the accumulators are laid out as the 3x3 quads' are. */
+
+void okpu_emu_pack_dw3(const emu_layer *L, uint32_t c, uint32_t *dst)
+{
+    const uint8_t *w = L->weights + (size_t)c * 9u;
+    uint32_t r;
+
+    for (r = 0; r < 3; r++) {
+        dst[2u * r] = (folded_weight(L, w[3u * r]) & 0xffffu) | folded_weight(L, w[3u * r + 1u]) << 16;
+        dst[2u * r + 1u] = folded_weight(L, w[3u * r + 2u]) & 0xffffu;
+    }
+}
+
+#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE)
+/* acc[x] for x in [0, n), n >= 8: eight pixels a step, a last partial step recomputing the last eight. */
+static void dw3_sse2(const int16_t *wide, size_t pitch, const uint32_t *pk, uint32_t bias, uint32_t *acc, size_t n)
+{
+    __m128i w[6];
+    size_t x = 0;
+    int r;
+
+    for (r = 0; r < 6; r++)
+        w[r] = _mm_set1_epi32(as_int(pk[r]));
+    for (;;) {
+        __m128i e = _mm_set1_epi32(as_int(bias)), o = e;
+        for (r = 0; r < 3; r++) {
+            const int16_t *p = wide + x + (size_t)r * pitch;
+            e = _mm_add_epi32(e, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)p), w[2 * r]));
+            o = _mm_add_epi32(o, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p + 1)), w[2 * r]));
+            e = _mm_add_epi32(e, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p + 2)), w[2 * r + 1]));
+            o = _mm_add_epi32(o, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p + 3)), w[2 * r + 1]));
+        }
+        _mm_storeu_si128((__m128i *)(void *)(acc + x), _mm_unpacklo_epi32(e, o));
+        _mm_storeu_si128((__m128i *)(void *)(acc + x + 4), _mm_unpackhi_epi32(e, o));
+        if (x + 8 >= n)
+            return;
+        x = x + 16 <= n ? x + 8 : n - 8;
+    }
+}
+
+#ifdef EMU_AVX2
+/* acc[x] for x in [0, n), n >= 16: sixteen pixels a step (the unpacks work within 128-bit lanes). */
+__attribute__((target("avx2"))) static void dw3_avx2(const int16_t *wide, size_t pitch, const uint32_t *pk,
+                                                    uint32_t bias, uint32_t *acc, size_t n)
+{
+    __m256i w[6];
+    size_t x = 0;
+    int r;
+
+    for (r = 0; r < 6; r++)
+        w[r] = _mm256_set1_epi32(as_int(pk[r]));
+    for (;;) {
+        __m256i e = _mm256_set1_epi32(as_int(bias)), o = e, lo, hi;
+        for (r = 0; r < 3; r++) {
+            const int16_t *p = wide + x + (size_t)r * pitch;
+            e = _mm256_add_epi32(e, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)p), w[2 * r]));
+            o = _mm256_add_epi32(o, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(p + 1)), w[2 * r]));
+            e = _mm256_add_epi32(e, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2)), w[2 * r + 1]));
+            o = _mm256_add_epi32(o, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(p + 3)), w[2 * r + 1]));
+        }
+        lo = _mm256_unpacklo_epi32(e, o); /* pixels 0-3, 8-11 */
+        hi = _mm256_unpackhi_epi32(e, o); /* 4-7, 12-15 */
+        _mm256_storeu_si256((__m256i *)(void *)(acc + x), _mm256_permute2x128_si256(lo, hi, 0x20));
+        _mm256_storeu_si256((__m256i *)(void *)(acc + x + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+        if (x + 16 >= n)
+            return;
+        x = x + 32 <= n ? x + 16 : n - 16;
+    }
+}
+#endif
+
+/* Channel c's accumulators over the run of n pixels; 0 when the run is too short for a vector step (the pairs path
+ * then takes it). Reads wide[x + 2 * pitch + 18] at most, inside the plane and its EMU_WIDE_SLACK. */
+static int dw3_accumulate(const emu_layer *L, uint32_t c, const emu_shared *S, emu_worker *W, size_t n)
+{
+    const uint8_t *in = L->in + (size_t)c * L->plane;
+    uint32_t own[6];
+    const uint32_t *pk = S->packed ? S->packed + (size_t)c * 6u : own;
+    size_t i;
+
+    if (n < 8)
+        return 0;
+    if (!S->packed)
+        okpu_emu_pack_dw3(L, c, own);
+    for (i = 0; i < L->plane; i++)
+        W->wide[i] = in[i];
+    memset(W->wide + L->plane, 0, EMU_WIDE_SLACK * sizeof *W->wide);
+#ifdef EMU_AVX2
+    if (L->avx2 && n >= 16) {
+        dw3_avx2(W->wide, L->pitch, pk, (uint32_t)L->acc_bias, (uint32_t *)(void *)W->acc, n);
+        return 1;
+    }
+#endif
+    dw3_sse2(W->wide, L->pitch, pk, (uint32_t)L->acc_bias, (uint32_t *)(void *)W->acc, n);
+    return 1;
+}
+#else
+static int dw3_accumulate(const emu_layer *L, uint32_t c, const emu_shared *S, emu_worker *W, size_t n)
+{
+    (void)L, (void)c, (void)S, (void)W, (void)n;
+    return 0; /* the pairs path in plain C */
+}
+#endif
+
 /* Output channel oc alone (16-bit weights, depthwise layers): accumulate its runs into W->acc, then finish it. */
 static void conv_fast(const emu_layer *L, uint32_t oc, const emu_shared *S, emu_worker *W)
 {
@@ -633,9 +750,11 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const emu_shared *S, emu_
 
     if (L->a->depthwise)
         x_term_one_channel(L, oc, S, W);
-    if (R.whole)
-        accumulate_span8(L, oc, 0, (L->h - 1) * L->pitch + L->w, W);
-    else
+    if (R.whole) {
+        const size_t n = (size_t)(L->h - 1) * L->pitch + L->w;
+        if (!(okpu_emu_dw3(L) && dw3_accumulate(L, oc, S, W, n)))
+            accumulate_span8(L, oc, 0, (uint32_t)n, W);
+    } else
         for (r = 0; r < R.count; r++) {
             if (L->eight_bit)
                 accumulate_span8(L, oc, r * R.row_step, R.span, W);
@@ -684,6 +803,11 @@ uint32_t okpu_emu_pairs(const emu_layer *L)
 int okpu_emu_by_quads(const emu_layer *L)
 {
     return L->eight_bit && !L->a->depthwise;
+}
+
+int okpu_emu_dw3(const emu_layer *L)
+{
+    return L->eight_bit && L->a->depthwise && L->k == 3;
 }
 
 void okpu_emu_fold(emu_layer *L)
@@ -753,13 +877,6 @@ static inline uint32_t low16(uint32_t w)
 static inline uint32_t high16(uint32_t w)
 {
     return ((w >> 16) ^ 0x8000u) - 0x8000u;
-}
-
-static inline int as_int(uint32_t v) /* the int with v's bits (a vector lane's value) */
-{
-    int32_t r;
-    memcpy(&r, &v, sizeof r);
-    return r;
 }
 
 #if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE)
