@@ -39,6 +39,7 @@ typedef struct okpu_kpu_emu {
     int reference;
     int sse41;
     int avx2;
+    int avx512;
     int owns_ram;     /* 0 when the RAM belongs to a board model (okpu_kpu_emu_create_on_ram) */
     uint8_t *scratch; /* working memory for the largest layer prepared (see "Working memory"), freed by destroy */
     size_t scratch_size;
@@ -589,6 +590,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     L.mean_border = e->opts.mean_border;
     L.sse41 = e->sse41;
     L.avx2 = e->avx2;
+    L.avx512 = e->avx512;
     L.in = at[PART_IN];
     L.acc_stride = (size_t)align8(L.plane);
     okpu_emu_fold(&L);
@@ -727,6 +729,8 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
     __builtin_cpu_init();
     e->sse41 = __builtin_cpu_supports("sse4.1") && !getenv("OKPU_EMU_NO_SSE41"); /* the variable tests the C path */
     e->avx2 = __builtin_cpu_supports("avx2") && !getenv("OKPU_EMU_NO_AVX2"); /* the variable tests the SSE paths */
+    e->avx512 = e->avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                !getenv("OKPU_EMU_NO_AVX512"); /* the variable tests the AVX2 paths */
 #endif
     e->base.name = reference ? "emulator (reference conv)" : "emulator";
     e->base.run_layer = emu_run_layer;

@@ -16,9 +16,9 @@
 #include "../okpu.h"
 #include "kpu_args.h"
 
-/* x86-64 builds have SSE4.1 and AVX2 code, each used when the CPU has it (checked at run time; the environment
- * variables OKPU_EMU_NO_SSE41 / OKPU_EMU_NO_AVX2 turn them off for tests); -DOKPU_EMU_PORTABLE tests the C paths on
- * x86. */
+/* x86-64 builds have SSE4.1, AVX2 and AVX-512 code, each used when the CPU has it (checked at run time; the
+ * environment variables OKPU_EMU_NO_SSE41 / OKPU_EMU_NO_AVX2 / OKPU_EMU_NO_AVX512 turn them off for tests);
+ * -DOKPU_EMU_PORTABLE tests the C paths on x86. */
 #if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
 #define EMU_SSE41 1
 #define EMU_AVX2 1
@@ -54,6 +54,7 @@ typedef struct emu_layer {
     okpu_mean_border_mode mean_border;
     int sse41; /* x86-64 with SSE4.1 (checked at run time) */
     int avx2;  /* x86-64 with AVX2 (checked at run time) */
+    int avx512; /* and AVX-512 F + DQ (the batch-norm rows) */
 } emu_layer;
 
 static inline uint32_t okpu_emu_weight_at(const emu_layer *L, size_t index)

@@ -380,6 +380,66 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
     }
     return x;
 }
+
+/* bn_row_avx2 sixteen values at a time with AVX-512 (F and DQ, checked at run time): the same double operations on
+ * eight lanes, the conversions direct (vcvtudq2pd, vcvtqq2pd: exact below 2^53), the segment choice by compare masks,
+ * the bytes by vpmovdb. */
+__attribute__((target("avx512f,avx512dq"))) static inline __m256i bn8_avx512(__m512i alu_i, const emu_bn_channel *V,
+                                                                            const double *f, okpu_round_mode mode)
+{
+    const __m512d zero = _mm512_setzero_pd(), top = _mm512_set1_pd(255.0), half = _mm512_set1_pd(0.5);
+    const __m512d alu = _mm512_cvtepi64_pd(alu_i);
+    const __m512d y = _mm512_add_pd(_mm512_roundscale_pd(_mm512_mul_pd(alu, _mm512_set1_pd(V->vmul)),
+                                                         _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
+                                    _mm512_set1_pd(V->vadd));
+    __m512d xs = _mm512_set1_pd(V->xs[0]), fm = _mm512_set1_pd(f[0]), bias = _mm512_set1_pd(V->vbias[0]), d, r;
+    int j;
+
+    for (j = 1; j < V->nseg; j++) {
+        const __mmask8 m = _mm512_cmp_pd_mask(y, _mm512_set1_pd(V->xs[j]), _CMP_GT_OQ);
+        xs = _mm512_mask_blend_pd(m, xs, _mm512_set1_pd(V->xs[j]));
+        fm = _mm512_mask_blend_pd(m, fm, _mm512_set1_pd(f[j]));
+        bias = _mm512_mask_blend_pd(m, bias, _mm512_set1_pd(V->vbias[j]));
+    }
+    d = _mm512_mul_pd(_mm512_sub_pd(y, xs), fm);
+    if (mode == OKPU_ROUND_HALF_UP) {
+        r = _mm512_roundscale_pd(_mm512_add_pd(d, half), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    } else if (mode == OKPU_ROUND_SDK_CARRY) {
+        const __m512d t = _mm512_roundscale_pd(d, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), h = _mm512_mul_pd(t, half);
+        const __m512d qd = _mm512_roundscale_pd(h, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        const __mmask8 odd = _mm512_cmp_pd_mask(h, qd, _CMP_NEQ_UQ), neg = _mm512_cmp_pd_mask(t, zero, _CMP_LT_OQ);
+        r = _mm512_mask_add_pd(qd, odd, qd, _mm512_mask_blend_pd(neg, _mm512_set1_pd(1.0), _mm512_set1_pd(-1.0)));
+    } else {
+        r = _mm512_roundscale_pd(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    return _mm512_cvtpd_epi32(_mm512_min_pd(_mm512_max_pd(_mm512_add_pd(r, bias), zero), top)); /* 0..255 */
+}
+
+__attribute__((target("avx512f,avx512dq"))) static size_t bn_row_avx512(const uint32_t *a32, const uint64_t *a64,
+                                                                       const int64_t *xt, int64_t w_const,
+                                                                       uint8_t *out, size_t n, const emu_bn_channel *V,
+                                                                       okpu_round_mode mode)
+{
+    const __m512i wc = _mm512_set1_epi64(w_const);
+    const double *f = mode == OKPU_ROUND_SDK_CARRY ? V->ymsc1 : V->ymsc;
+    __m256i q[2];
+    size_t x = 0;
+    int h;
+
+    for (; x + 16 <= n; x += 16) {
+        for (h = 0; h < 2; h++) {
+            const size_t at = x + 8 * (size_t)h;
+            __m512i alu = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + at)))
+                              : _mm512_loadu_si512((const void *)(a64 + at));
+            if (xt)
+                alu = _mm512_add_epi64(alu, _mm512_loadu_si512((const void *)(xt + at)));
+            q[h] = bn8_avx512(_mm512_add_epi64(alu, wc), V, f, mode);
+        }
+        _mm_storeu_si128((__m128i *)(void *)(out + x),
+                         _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1)));
+    }
+    return x;
+}
 #endif
 
 #ifdef EMU_AVX2
@@ -481,6 +541,8 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
         return;
     }
 #ifdef EMU_AVX2
+    if (c->vec && step == 1 && L->avx512)
+        x += bn_row_avx512(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
     if (c->vec && step == 1 && L->avx2)
         x += bn_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
 #endif

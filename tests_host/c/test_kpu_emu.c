@@ -1141,8 +1141,11 @@ int main(void)
     test_model_allocations();
     test_fast_vs_reference(400, 0, 1);
     test_fast_vs_reference(200, 1, 1);
-    /* the fast path again without the AVX2 code, then without SSE4.1 too (the emulator reads these at create; on a
-     * CPU without them, or off x86-64, this repeats the same paths) */
+    /* the fast path again without the AVX-512 code, without the AVX2 code, then without SSE4.1 too (the emulator
+     * reads these at create; on a CPU without them, or off x86-64, this repeats the same paths) */
+    setenv("OKPU_EMU_NO_AVX512", "1", 1);
+    test_fast_vs_reference(200, 0, 0);
+    test_fast_vs_reference(100, 1, 0);
     setenv("OKPU_EMU_NO_AVX2", "1", 1);
     test_fast_vs_reference(200, 0, 0);
     test_fast_vs_reference(100, 1, 0);
