@@ -347,19 +347,46 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
  * `pad`-wide border of pad_value. */
 static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes, uint32_t first, uint32_t end)
 {
-    const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->w);
+    const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->src_w);
     const size_t pitch = (size_t)layout.row_len * OKPU_KPU_ROW_BYTES; /* one image row to the next in KPU RAM */
     const uint8_t *base = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES;
-    uint32_t c, y;
+    uint32_t c, x, y;
 
     if (L->pad)
         memset(planes + first * L->plane, L->a->pad_value, L->plane * (end - first));
     for (c = first; c < end; c++) {
-        const uint8_t *src = base + okpu_kpu_layout_offset(&layout, L->h, c, 0, 0);
+        const uint8_t *src = base + okpu_kpu_layout_offset(&layout, L->src_h, c, 0, 0);
         uint8_t *dst = planes + c * L->plane + (size_t)L->pad * L->pitch + L->pad;
-        for (y = 0; y < L->h; y++, src += pitch, dst += L->pitch)
-            memcpy(dst, src, L->w);
+        if (L->pick_step) /* rows 0, s, 2s...; columns pick_x0, pick_x0 + s, ... (see pick_layer) */
+            for (y = 0; y < L->h; y++, src += L->pick_step * pitch, dst += L->pitch)
+                for (x = 0; x < L->w; x++)
+                    dst[x] = src[L->pick_x0 + x * L->pick_step];
+        else
+            for (y = 0; y < L->h; y++, src += pitch, dst += L->pitch)
+                memcpy(dst, src, L->w);
     }
+}
+
+/* A 1x1 layer whose pool picks one pixel of each window (pool types 5-7) is, on the fast path, the same layer without
+ * a pool over the picked pixels alone: a 1x1 output pixel and its x-offset term depend on its own input pixel only.
+ * L (set up for the whole map) becomes that layer, with `args` its arguments; load_planes then loads only the picked
+ * pixels (a quarter, or a sixteenth) from the map in KPU RAM (src_w x src_h). */
+static void pick_layer(emu_layer *L, okpu_kpu_args *args)
+{
+    const okpu_kpu_args *a = L->a;
+
+    if (L->k != 1 || a->pool_type < 5 || a->pool_type > 7)
+        return;
+    *args = *a;
+    args->pool_type = 0;
+    args->in_width = a->out_width; /* = in_width / stride: okpu_kpu_args_check */
+    args->in_height = a->out_height;
+    L->a = args;
+    L->pick_step = okpu_kpu_pool_stride(a->pool_type);
+    L->pick_x0 = a->pool_type == 6 ? 1u : 0u;
+    L->w = L->pitch = args->in_width;
+    L->h = args->in_height;
+    L->plane = (size_t)L->w * L->h;
 }
 
 /* Task `task`'s channels [*first, *end) of n, per_task a task. */
@@ -522,6 +549,7 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
 {
     okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
     const okpu_kpu_args *a = &job->args;
+    okpu_kpu_args picked;
     emu_layer L;
     emu_shared S;
     channel_tasks T;
@@ -591,6 +619,10 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     L.sse41 = e->sse41;
     L.avx2 = e->avx2;
     L.avx512 = e->avx512;
+    L.src_w = L.w;
+    L.src_h = L.h;
+    if (!e->reference)
+        pick_layer(&L, &picked);
     L.in = at[PART_IN];
     L.acc_stride = (size_t)align8(L.plane);
     okpu_emu_fold(&L);
