@@ -203,6 +203,13 @@ $(SAN_DIR)/test_kpu_emu_portable: tests_host/c/test_kpu_emu.c tests_host/c/ctest
 	@mkdir -p $(SAN_DIR)
 	$(CC) $(CSTD) $(SAN) $(THREADS) -DOKPU_EMU_PORTABLE -Ic_src -o $@ $< $(CORE_SRC) -lm
 
+# The emulator's tests built with clang too: its UBSan also checks pointer arithmetic (an offset applied to NULL).
+CTESTS += $(SAN_DIR)/test_kpu_emu_clang
+$(SAN_DIR)/test_kpu_emu_clang: tests_host/c/test_kpu_emu.c tests_host/c/ctest.h tests_host/c/read_file.h \
+		tests_host/c/model_run.h tests_host/c/fill_input.h tests_host/c/counting_heap.h $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(SAN_DIR)
+	clang $(CSTD) $(SAN) $(THREADS) -Ic_src -o $@ $< $(CORE_SRC) -lm
+
 ctest-build: $(CTESTS) $(SAN_TOOLS)
 
 ctest: ctest-build

@@ -9,6 +9,8 @@
 #include "../plan/steps_v5.h"
 
 void okpu_v5_k_copy(const okpu_v5_copy_args *a);
+/* Do the bytes a copy reads and the bytes it writes miss each other (then its parts may run in any order)? */
+int okpu_v5_copy_disjoint(const okpu_v5_copy_args *a);
 void okpu_v5_k_quantize(const okpu_v5_quant_args *a);
 void okpu_v5_k_dequantize(const okpu_v5_quant_args *a);
 void okpu_v5_k_pad(const okpu_v5_pad_args *a);

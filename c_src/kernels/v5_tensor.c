@@ -53,10 +53,48 @@ static void st_f32(uint8_t *p, float f)
         }                                                                                                             \
     } while (0)
 
+/* The bytes [*lo, *hi) a walk touches from base, strides `stride` (elements of e bytes). */
+static void walk_extent(const okpu_v5_nd *nd, const int32_t *stride, const uint8_t *base, size_t e, uintptr_t *lo,
+                        uintptr_t *hi)
+{
+    int64_t mn = 0, mx = 0;
+    uint32_t r;
+    for (r = 0; r < nd->rank; r++) {
+        const int64_t span = (int64_t)stride[r] * (int64_t)(nd->shape[r] - 1u); /* shape >= 1 */
+        mn += span < 0 ? span : 0;
+        mx += span > 0 ? span : 0;
+    }
+    *lo = (uintptr_t)base + (uintptr_t)(mn * (int64_t)e); /* (mn <= 0: wraps to base - |mn| e) */
+    *hi = (uintptr_t)base + (uintptr_t)((mx + 1) * (int64_t)e);
+}
+
+int okpu_v5_copy_disjoint(const okpu_v5_copy_args *a)
+{
+    uintptr_t slo, shi, dlo, dhi;
+    uint32_t r;
+    for (r = 0; r < a->nd.rank; r++)
+        if (a->nd.shape[r] == 0u)
+            return 1;
+    walk_extent(&a->nd, a->nd.in_stride, a->src, a->esize, &slo, &shi);
+    walk_extent(&a->nd, a->nd.out_stride, a->dst, a->esize, &dlo, &dhi);
+    return shi <= dlo || dhi <= slo;
+}
+
 void okpu_v5_k_copy(const okpu_v5_copy_args *a)
 {
     const size_t e = a->esize;
-    /* memmove: a file may make an element's source and destination overlap (found by fuzz_v5) */
+    const uint32_t last = a->nd.rank ? a->nd.rank - 1u : 0u;
+    okpu_v5_nd rows;
+    /* Source and destination apart, a last axis dense on both sides is one memcpy per row; otherwise element by
+     * element with memmove (a file may make an element's source and destination overlap: found by fuzz_v5), in
+     * index order, as before. */
+    if (a->nd.rank && a->nd.in_stride[last] == 1 && a->nd.out_stride[last] == 1 && okpu_v5_copy_disjoint(a)) {
+        const size_t row = (size_t)a->nd.shape[last] * e;
+        rows = a->nd;
+        rows.shape[last] = 1u;
+        ND_WALK(&rows, memcpy(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, row));
+        return;
+    }
     ND_WALK(&a->nd, memmove(a->dst + di_ * (int64_t)e, a->src + si_ * (int64_t)e, e));
 }
 
@@ -250,28 +288,34 @@ static float clampf(float v, float lo, float hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* The taps k of a window starting at p0 (step d, f of them) that land in [0, n): [*lo, *hi). */
+static void window_taps(int64_t p0, uint32_t d, uint32_t f, uint32_t n, uint32_t *lo, uint32_t *hi)
+{
+    const int64_t first = p0 >= 0 ? 0 : (-p0 + d - 1) / d;      /* smallest k with p0 + k * d >= 0 */
+    const int64_t end = p0 >= (int64_t)n ? 0 : ((int64_t)n - 1 - p0) / d + 1; /* k with p0 + k * d <= n - 1 */
+    *lo = (uint32_t)(first < (int64_t)f ? first : f);
+    *hi = (uint32_t)(end < (int64_t)f ? end : f);
+    *hi = *hi < *lo ? *lo : *hi;
+}
+
 void okpu_v5_k_window(const okpu_v5_window_args *a)
 {
-    uint32_t b, c, oy, ox, ky, kx;
+    uint32_t b, c, oy, ox, ky, kx, ky0, ky1, kx0, kx1;
     for (b = 0; b < a->n; b++)
-        for (c = 0; c < a->c; c++)
-            for (oy = 0; oy < a->oh; oy++)
+        for (c = 0; c < a->c; c++) {
+            const uint8_t *plane = a->src + 4 * ((int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1]);
+            for (oy = 0; oy < a->oh; oy++) {
+                const int64_t y0 = (int64_t)oy * a->sh - a->pad_top;
+                window_taps(y0, a->dh, a->fh, a->ih, &ky0, &ky1);
                 for (ox = 0; ox < a->ow; ox++) {
-                    const int64_t y0 = (int64_t)oy * a->sh - a->pad_top, x0 = (int64_t)ox * a->sw - a->pad_left;
+                    const int64_t x0 = (int64_t)ox * a->sw - a->pad_left;
                     float v = a->init;
-                    uint32_t taps = 0;
-                    for (ky = 0; ky < a->fh; ky++) {
-                        const int64_t y = y0 + (int64_t)ky * a->dh;
-                        if (y < 0 || y >= (int64_t)a->ih)
-                            continue;
-                        for (kx = 0; kx < a->fw; kx++) {
-                            const int64_t x = x0 + (int64_t)kx * a->dw;
-                            float t;
-                            if (x < 0 || x >= (int64_t)a->iw)
-                                continue;
-                            t = ld_f32(a->src + 4 * ((int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1] +
-                                                     y * a->in_stride[2] + x * a->in_stride[3]));
-                            taps++;
+                    window_taps(x0, a->dw, a->fw, a->iw, &kx0, &kx1);
+                    /* the in-bounds taps in the same order as a tap-by-tap walk: the same float sums */
+                    for (ky = ky0; ky < ky1; ky++) {
+                        const uint8_t *row = plane + 4 * ((y0 + (int64_t)ky * a->dh) * a->in_stride[2]);
+                        for (kx = kx0; kx < kx1; kx++) {
+                            const float t = ld_f32(row + 4 * ((x0 + (int64_t)kx * a->dw) * a->in_stride[3]));
                             if (a->op == 0 || a->op == 3)
                                 v = v + t;
                             else if (a->op == 1)
@@ -280,12 +324,14 @@ void okpu_v5_k_window(const okpu_v5_window_args *a)
                                 v = t > v ? t : v;
                         }
                     }
-                    if (a->op == 0)
-                        v = taps ? v / (float)taps : v;
+                    if (a->op == 0 && ky1 > ky0 && kx1 > kx0)
+                        v = v / (float)((ky1 - ky0) * (kx1 - kx0));
                     st_f32(a->dst + 4 * ((int64_t)b * a->out_stride[0] + (int64_t)c * a->out_stride[1] +
                                          (int64_t)oy * a->out_stride[2] + (int64_t)ox * a->out_stride[3]),
                            clampf(v, a->clamp_lo, a->clamp_hi));
                 }
+            }
+        }
 }
 
 void okpu_v5_k_reduce(const okpu_v5_reduce_args *a)
@@ -337,26 +383,41 @@ void okpu_v5_k_softmax(const okpu_v5_softmax_args *a)
     });
 }
 
+/* n elements along the last axis from a + ai, b + bi to dst + oi (steps sa, sb, so), the op chosen once. */
+static void binary_run(const okpu_v5_binary_args *a, int64_t ai, int64_t bi, int64_t oi, uint32_t n, int64_t sa,
+                       int64_t sb, int64_t so)
+{
+    uint32_t i;
+#define BINARY_RUN(EXPR)                                                                                              \
+    for (i = 0; i < n; i++, ai += sa, bi += sb, oi += so) {                                                           \
+        const float x = ld_f32(a->a + ai * 4), y = ld_f32(a->b + bi * 4);                                             \
+        st_f32(a->dst + oi * 4, clampf(EXPR, a->clamp_lo, a->clamp_hi));                                              \
+    }
+    switch (a->op) {
+    case 0: BINARY_RUN(x + y); break;
+    case 1: BINARY_RUN(x - y); break;
+    case 2: BINARY_RUN(x * y); break;
+    case 3: BINARY_RUN(x / y); break;
+    case 4: BINARY_RUN(x < y ? x : y); break;
+    default: BINARY_RUN(x > y ? x : y); break;
+    }
+#undef BINARY_RUN
+}
+
 void okpu_v5_k_binary(const okpu_v5_binary_args *a)
 {
     uint32_t idx[OKPU_V5_MAX_RANK] = {0}, r;
-    uint64_t total = 1, it;
+    const uint32_t last = a->rank ? a->rank - 1u : 0u, n = a->rank ? a->shape[last] : 1u;
+    uint64_t outer = 1, o;
     int64_t ai = 0, bi = 0, oi = 0;
-    for (r = 0; r < a->rank; r++)
-        total *= a->shape[r];
-    for (it = 0; it < total; it++) {
-        const float x = ld_f32(a->a + ai * 4), y = ld_f32(a->b + bi * 4);
-        float v;
-        switch (a->op) {
-        case 0: v = x + y; break;
-        case 1: v = x - y; break;
-        case 2: v = x * y; break;
-        case 3: v = x / y; break;
-        case 4: v = x < y ? x : y; break;
-        default: v = x > y ? x : y; break;
-        }
-        st_f32(a->dst + oi * 4, clampf(v, a->clamp_lo, a->clamp_hi));
-        for (r = a->rank; r-- > 0;) {
+    for (r = 0; r < last; r++)
+        outer *= a->shape[r];
+    for (o = 0; o < outer; o++) {
+        if (a->rank)
+            binary_run(a, ai, bi, oi, n, a->a_stride[last], a->b_stride[last], a->out_stride[last]);
+        else
+            binary_run(a, 0, 0, 0, 1, 0, 0, 0);
+        for (r = last; r-- > 0;) {
             ai += a->a_stride[r], bi += a->b_stride[r], oi += a->out_stride[r];
             if (++idx[r] < a->shape[r])
                 break;

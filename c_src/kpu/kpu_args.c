@@ -13,12 +13,13 @@
 #define KPU_MAX_WIDTH 512u
 #define KPU_MAX_HEIGHT 256u
 #define KPU_KERNEL_TYPES 2u
-#define KPU_POOL_TYPES ((unsigned)(sizeof pool_count / sizeof pool_count[0]))
-static const unsigned char pool_count[] = {
-#define OKPU_KPU_POOL(type, side, stride, kind, name) type,
+enum { /* one entry per pool type: their count */
+#define OKPU_KPU_POOL(type, side, stride, kind, name) KPU_POOL_ENTRY_##type,
 #include "kpu_pool_types.def"
 #undef OKPU_KPU_POOL
+    KPU_POOL_ENTRIES
 };
+#define KPU_POOL_TYPES ((unsigned)KPU_POOL_ENTRIES)
 
 static uint64_t word(const uint8_t *raw, unsigned index)
 {

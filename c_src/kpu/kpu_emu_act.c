@@ -530,7 +530,7 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
         const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
 #ifdef EMU_AVX2
         if (L->avx2 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
-            x += lut_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c);
+            x += lut_row_avx2(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c);
 #endif
         if (a32)
             for (; x < end; x += step)
@@ -542,13 +542,13 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
     }
 #ifdef EMU_AVX2
     if (c->vec && step == 1 && L->avx512)
-        x += bn_row_avx512(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
+        x += bn_row_avx512(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
     if (c->vec && step == 1 && L->avx2)
-        x += bn_row_avx2(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
+        x += bn_row_avx2(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
 #endif
 #ifdef EMU_SSE41
     if (c->vec && step == 1)
-        x += bn_row_sse41(a32 ? a32 + x : NULL, a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
+        x += bn_row_sse41(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c, L->round);
 #endif
     /* the mode is a constant in each loop, so the compiler drops the other modes' code from it */
 #define BN_LOOP(ACC, MODE)                                                                                        \

@@ -589,8 +589,8 @@ static void alu_range(const emu_layer *L, const uint32_t *acc32, const uint64_t 
         if (L->avx2 && R->x_step == 1 && !x_term && acc32)
             x += range_u32_avx2(acc32 + acc_first + x, R->span - x, &mn, &mx);
         else if (L->avx2 && R->x_step == 1 && x_term)
-            x += range_avx2(acc32 ? acc32 + acc_first + x : NULL, acc64 + acc_first + x, x_term + first + x,
-                            R->span - x, &mn, &mx);
+            x += range_avx2(acc32 ? acc32 + acc_first + x : NULL, acc32 ? NULL : acc64 + acc_first + x,
+                            x_term + first + x, R->span - x, &mn, &mx);
 #endif
         for (; x < R->span; x += R->x_step) {
             const int64_t v = (acc32 ? (int64_t)acc32[acc_first + x] : (int64_t)acc64[acc_first + x]) +
@@ -626,7 +626,7 @@ static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const
     }
     for (r = 0; r < R->count; r++) {
         const size_t first = (size_t)r * R->row_step * L->w;
-        okpu_emu_bn_act_row(L, &S->act, &bc, a32 ? a32 + r * R->acc_row : NULL, a64 + r * R->acc_row,
+        okpu_emu_bn_act_row(L, &S->act, &bc, a32 ? a32 + r * R->acc_row : NULL, a64 ? a64 + r * R->acc_row : NULL,
                             x_term ? x_term + first : NULL, w_const, W->activated + first, R->x_first, R->span,
                             R->x_step);
     }

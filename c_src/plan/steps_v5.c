@@ -16,10 +16,9 @@ int okpu_step_v5_download(const okpu_run_ctx *ctx, const void *args, okpu_error 
     return OKPU_OK;
 }
 
-OKPU_DEFINE_STEP(okpu_step_v5_copy, okpu_v5_copy_args, okpu_v5_k_copy(a))
-/* quantize / dequantize over [first, end) of the outermost axis longer than one (the elements are independent):
- * the same walk on a copy of the arguments cut to that part. */
-static uint32_t split_axis(const okpu_v5_nd *nd)
+/* Steps split over the threads run [first, end) of a walk's outermost axis longer than one: the same walk on a copy of
+ * the arguments cut to that part. */
+static uint32_t nd_split_axis(const okpu_v5_nd *nd)
 {
     uint32_t k = 0;
     while (k + 1u < nd->rank && nd->shape[k] == 1u)
@@ -27,11 +26,41 @@ static uint32_t split_axis(const okpu_v5_nd *nd)
     return k;
 }
 
+/* COPY over [first, end) of its outermost axis longer than one, when what it reads and what it writes are apart. */
+static void copy_part(const void *args, size_t first, size_t end)
+{
+    okpu_v5_copy_args part = *(const okpu_v5_copy_args *)args;
+    const uint32_t k = nd_split_axis(&part.nd);
+
+    part.src += (int64_t)first * part.nd.in_stride[k] * (int64_t)part.esize;
+    part.dst += (int64_t)first * part.nd.out_stride[k] * (int64_t)part.esize;
+    part.nd.shape[k] = (uint32_t)(end - first);
+    okpu_v5_k_copy(&part);
+}
+
+int okpu_step_v5_copy(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v5_copy_args *a = (const okpu_v5_copy_args *)args;
+    size_t inner = 1;
+    uint32_t r, k;
+    (void)err;
+    if (!a->nd.rank || !okpu_v5_copy_disjoint(a)) {
+        okpu_v5_k_copy(a);
+        return OKPU_OK;
+    }
+    k = nd_split_axis(&a->nd);
+    for (r = k + 1u; r < a->nd.rank; r++)
+        inner *= a->nd.shape[r];
+    okpu_step_parallel(ctx, a->nd.shape[k], inner, 1, copy_part, a);
+    return OKPU_OK;
+}
+
+/* quantize / dequantize: the elements are independent. */
 static void quant_part(const okpu_v5_quant_args *a, size_t first, size_t end, size_t src_size, size_t dst_size,
                        void (*kernel)(const okpu_v5_quant_args *))
 {
     okpu_v5_quant_args part = *a;
-    const uint32_t k = split_axis(&a->nd);
+    const uint32_t k = nd_split_axis(&a->nd);
 
     part.src += (int64_t)first * a->nd.in_stride[k] * (int64_t)src_size;
     part.dst += (int64_t)first * a->nd.out_stride[k] * (int64_t)dst_size;
@@ -52,14 +81,14 @@ static void dequantize_part(const void *args, size_t first, size_t end)
 /* The walk's length along its split axis (0 for rank 0), and the elements of each of its parts. */
 static size_t quant_parts(const okpu_v5_quant_args *a)
 {
-    return a->nd.rank ? a->nd.shape[split_axis(&a->nd)] : 0u;
+    return a->nd.rank ? a->nd.shape[nd_split_axis(&a->nd)] : 0u;
 }
 
 static size_t quant_part_elements(const okpu_v5_quant_args *a)
 {
     size_t n = 1;
     uint32_t r;
-    for (r = split_axis(&a->nd) + 1u; r < a->nd.rank; r++)
+    for (r = nd_split_axis(&a->nd) + 1u; r < a->nd.rank; r++)
         n *= a->nd.shape[r];
     return n;
 }
@@ -88,10 +117,67 @@ int okpu_step_v5_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_erro
 }
 OKPU_DEFINE_STEP(okpu_step_v5_pad, okpu_v5_pad_args, okpu_v5_k_pad(a))
 OKPU_DEFINE_STEP(okpu_step_v5_conv2d, okpu_v5_conv2d_args, okpu_v5_k_conv2d(a))
-OKPU_DEFINE_STEP(okpu_step_v5_window, okpu_v5_window_args, okpu_v5_k_window(a))
+/* REDUCE_WINDOW2D by channels (by batches when there are several): each output plane reads its input plane alone. */
+static void window_part(const void *args, size_t first, size_t end)
+{
+    okpu_v5_window_args part = *(const okpu_v5_window_args *)args;
+    const int k = part.n > 1u ? 0 : 1; /* the axis split */
+
+    part.src += (int64_t)first * part.in_stride[k] * 4;
+    part.dst += (int64_t)first * part.out_stride[k] * 4;
+    if (k == 0)
+        part.n = (uint32_t)(end - first);
+    else
+        part.c = (uint32_t)(end - first);
+    okpu_v5_k_window(&part);
+}
+
+int okpu_step_v5_window(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v5_window_args *a = (const okpu_v5_window_args *)args;
+    const size_t plane_work = (size_t)a->oh * a->ow * a->fh * a->fw; /* taps of one output plane (< 2^32 each) */
+    (void)err;
+    okpu_step_parallel(ctx, a->n > 1u ? a->n : a->c, (a->n > 1u ? a->c : 1u) * plane_work, 1, window_part, a);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v5_reduce, okpu_v5_reduce_args, okpu_v5_k_reduce(a))
 OKPU_DEFINE_STEP(okpu_step_v5_softmax, okpu_v5_softmax_args, okpu_v5_k_softmax(a))
-OKPU_DEFINE_STEP(okpu_step_v5_binary, okpu_v5_binary_args, okpu_v5_k_binary(a))
+/* BINARY over [first, end) of its outermost axis longer than one (the elements are independent). */
+static uint32_t binary_axis(const okpu_v5_binary_args *a)
+{
+    uint32_t k = 0;
+    while (k + 1u < a->rank && a->shape[k] == 1u)
+        k++;
+    return k;
+}
+
+static void binary_part(const void *args, size_t first, size_t end)
+{
+    okpu_v5_binary_args part = *(const okpu_v5_binary_args *)args;
+    const uint32_t k = binary_axis(&part);
+
+    part.a += (int64_t)first * part.a_stride[k] * 4;
+    part.b += (int64_t)first * part.b_stride[k] * 4;
+    part.dst += (int64_t)first * part.out_stride[k] * 4;
+    part.shape[k] = (uint32_t)(end - first);
+    okpu_v5_k_binary(&part);
+}
+
+int okpu_step_v5_binary(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v5_binary_args *a = (const okpu_v5_binary_args *)args;
+    size_t inner = 1;
+    uint32_t r;
+    (void)err;
+    if (!a->rank) {
+        okpu_v5_k_binary(a);
+        return OKPU_OK;
+    }
+    for (r = binary_axis(a) + 1u; r < a->rank; r++)
+        inner *= a->shape[r];
+    okpu_step_parallel(ctx, a->shape[binary_axis(a)], inner, 1, binary_part, a);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v5_lut, okpu_v5_lut_args, okpu_v5_k_lut(a))
 OKPU_DEFINE_STEP(okpu_step_v5_resize, okpu_v5_resize_args, okpu_v5_k_resize(a))
 OKPU_DEFINE_STEP(okpu_step_v5_matmul, okpu_v5_matmul_args, okpu_v5_k_matmul(a))
