@@ -288,10 +288,12 @@ def window_reference(x, op, f, st, dil, pads, init, lo, hi):
     return out
 
 
+# the second geometry starts windows left of and above the map with dilation 2 (the kernel clips each window's taps)
+@pytest.mark.parametrize("f, st, dil, pads", [((3, 2), (2, 1), (1, 2), ((1, 1), (0, 2))),
+                                             ((3, 3), (1, 2), (2, 2), ((3, 2), (3, 1)))])
 @pytest.mark.parametrize("op, init", [(0, 0.0), (1, 3e38), (2, -3.4028234663852886e38), (3, 0.0)])
-def test_reduce_window2d_matches_numpy(op, init):
+def test_reduce_window2d_matches_numpy(op, init, f, st, dil, pads):
     x = RNG.standard_normal((1, 3, 7, 8)).astype(np.float32)
-    f, st, dil, pads = (3, 2), (2, 1), (1, 2), ((1, 1), (0, 2))
     lo, hi = np.float32(-1.0), np.float32(1.25)
     want = window_reference(x, op, f, st, dil, pads, init, lo, hi)
     c = Code()
