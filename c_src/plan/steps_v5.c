@@ -16,14 +16,28 @@ int okpu_step_v5_download(const okpu_run_ctx *ctx, const void *args, okpu_error 
     return OKPU_OK;
 }
 
-/* Steps split over the threads run [first, end) of a walk's outermost axis longer than one: the same walk on a copy of
- * the arguments cut to that part. */
-static uint32_t nd_split_axis(const okpu_v5_nd *nd)
+/* Steps split over the threads run [first, end) of a walk's outermost axis longer than one (the last when none is):
+ * the same walk on a copy of the arguments cut to that part. */
+static uint32_t split_axis(const uint32_t *shape, uint32_t rank)
 {
     uint32_t k = 0;
-    while (k + 1u < nd->rank && nd->shape[k] == 1u)
+    while (k + 1u < rank && shape[k] == 1u)
         k++;
     return k;
+}
+
+/* Elements under one index of axis k: the product of the extents after it. */
+static size_t elements_after(const uint32_t *shape, uint32_t rank, uint32_t k)
+{
+    size_t n = 1;
+    for (k++; k < rank; k++)
+        n *= shape[k];
+    return n;
+}
+
+static uint32_t nd_split_axis(const okpu_v5_nd *nd)
+{
+    return split_axis(nd->shape, nd->rank);
 }
 
 /* COPY over [first, end) of its outermost axis longer than one, when what it reads and what it writes are apart. */
@@ -41,17 +55,13 @@ static void copy_part(const void *args, size_t first, size_t end)
 int okpu_step_v5_copy(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
     const okpu_v5_copy_args *a = (const okpu_v5_copy_args *)args;
-    size_t inner = 1;
-    uint32_t r, k;
+    const uint32_t k = nd_split_axis(&a->nd);
     (void)err;
     if (!a->nd.rank || !okpu_v5_copy_disjoint(a)) {
         okpu_v5_k_copy(a);
         return OKPU_OK;
     }
-    k = nd_split_axis(&a->nd);
-    for (r = k + 1u; r < a->nd.rank; r++)
-        inner *= a->nd.shape[r];
-    okpu_step_parallel(ctx, a->nd.shape[k], inner, 1, copy_part, a);
+    okpu_step_parallel(ctx, a->nd.shape[k], elements_after(a->nd.shape, a->nd.rank, k), 1, copy_part, a);
     return OKPU_OK;
 }
 
@@ -86,11 +96,7 @@ static size_t quant_parts(const okpu_v5_quant_args *a)
 
 static size_t quant_part_elements(const okpu_v5_quant_args *a)
 {
-    size_t n = 1;
-    uint32_t r;
-    for (r = nd_split_axis(&a->nd) + 1u; r < a->nd.rank; r++)
-        n *= a->nd.shape[r];
-    return n;
+    return elements_after(a->nd.shape, a->nd.rank, nd_split_axis(&a->nd));
 }
 
 static void quant_step(const okpu_run_ctx *ctx, const okpu_v5_quant_args *a, okpu_range_fn part,
@@ -117,6 +123,7 @@ int okpu_step_v5_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_erro
 }
 OKPU_DEFINE_STEP(okpu_step_v5_pad, okpu_v5_pad_args, okpu_v5_k_pad(a))
 OKPU_DEFINE_STEP(okpu_step_v5_conv2d, okpu_v5_conv2d_args, okpu_v5_k_conv2d(a))
+
 /* REDUCE_WINDOW2D by channels (by batches when there are several): each output plane reads its input plane alone. */
 static void window_part(const void *args, size_t first, size_t end)
 {
@@ -140,21 +147,15 @@ int okpu_step_v5_window(const okpu_run_ctx *ctx, const void *args, okpu_error *e
     okpu_step_parallel(ctx, a->n > 1u ? a->n : a->c, (a->n > 1u ? a->c : 1u) * plane_work, 1, window_part, a);
     return OKPU_OK;
 }
+
 OKPU_DEFINE_STEP(okpu_step_v5_reduce, okpu_v5_reduce_args, okpu_v5_k_reduce(a))
 OKPU_DEFINE_STEP(okpu_step_v5_softmax, okpu_v5_softmax_args, okpu_v5_k_softmax(a))
-/* BINARY over [first, end) of its outermost axis longer than one (the elements are independent). */
-static uint32_t binary_axis(const okpu_v5_binary_args *a)
-{
-    uint32_t k = 0;
-    while (k + 1u < a->rank && a->shape[k] == 1u)
-        k++;
-    return k;
-}
 
+/* BINARY: the elements are independent. */
 static void binary_part(const void *args, size_t first, size_t end)
 {
     okpu_v5_binary_args part = *(const okpu_v5_binary_args *)args;
-    const uint32_t k = binary_axis(&part);
+    const uint32_t k = split_axis(part.shape, part.rank);
 
     part.a += (int64_t)first * part.a_stride[k] * 4;
     part.b += (int64_t)first * part.b_stride[k] * 4;
@@ -166,16 +167,13 @@ static void binary_part(const void *args, size_t first, size_t end)
 int okpu_step_v5_binary(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
     const okpu_v5_binary_args *a = (const okpu_v5_binary_args *)args;
-    size_t inner = 1;
-    uint32_t r;
+    const uint32_t k = split_axis(a->shape, a->rank);
     (void)err;
     if (!a->rank) {
         okpu_v5_k_binary(a);
         return OKPU_OK;
     }
-    for (r = binary_axis(a) + 1u; r < a->rank; r++)
-        inner *= a->shape[r];
-    okpu_step_parallel(ctx, a->shape[binary_axis(a)], inner, 1, binary_part, a);
+    okpu_step_parallel(ctx, a->shape[k], elements_after(a->shape, a->rank, k), 1, binary_part, a);
     return OKPU_OK;
 }
 OKPU_DEFINE_STEP(okpu_step_v5_lut, okpu_v5_lut_args, okpu_v5_k_lut(a))
