@@ -141,6 +141,11 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
 
     memset(part, 0, PART_COUNT * sizeof *part);
     bad |= okpu_mul_ovf(w + 2u * pad, h + 2u * pad, OKPU_SIZE_LIMIT, &plane);
+    if (!e->reference && k == 3u && !a->depthwise && a->pool_type >= 5 && a->pool_type <= 7) {
+        /* (a picked 3x3 layer's phase planes, see pick_layer: s x (h + 2) x ceil((w + 2) / s) >= plane) */
+        const uint64_t s = okpu_kpu_pool_stride(a->pool_type);
+        bad |= okpu_mul3(s, h + 2u, (w + 2u + s - 1u) / s, OKPU_SIZE_LIMIT, &plane);
+    }
     bad |= okpu_mul_ovf(plane, a->in_channels, OKPU_SIZE_LIMIT, &part[PART_IN]);
     bad |= okpu_mul_ovf(w, h, OKPU_SIZE_LIMIT, &n);
     part[PART_ACTIVATED] = n;
@@ -345,6 +350,24 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
 
 /* Copy input channels [first, end) out of KPU RAM into their planes (L->in, written here as `planes`), each with a
  * `pad`-wide border of pad_value. */
+/* One channel of a picked 3x3 layer (see pick_layer) from its map in KPU RAM (src, rows `pitch` apart): padded column
+ * x (0..src_w + 1; columns 0 and src_w + 1 and rows 0 and src_h + 1 hold pad_value) goes to phase plane x % s at
+ * x / s. */
+static void load_phases(const emu_layer *L, const uint8_t *src, size_t pitch, uint8_t *dst)
+{
+    const uint32_t s = L->pick_step;
+    uint32_t m, y, col, i;
+
+    memset(dst, L->a->pad_value, L->plane);
+    for (y = 0; y < L->src_h; y++, src += pitch)
+        for (m = 0; m < s; m++) {
+            uint8_t *row = dst + m * L->phase_plane + (size_t)(y + 1u) * L->phase_pitch;
+            /* the columns x = m, m + s, ... of this phase that hold a map pixel (column 0 is padding) */
+            for (col = m ? m : s, i = col / s; col <= L->src_w; col += s, i++)
+                row[i] = src[col - 1u];
+        }
+}
+
 static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes, uint32_t first, uint32_t end)
 {
     const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->src_w);
@@ -352,12 +375,14 @@ static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes,
     const uint8_t *base = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES;
     uint32_t c, x, y;
 
-    if (L->pad)
+    if (L->pad && !L->pick_step)
         memset(planes + first * L->plane, L->a->pad_value, L->plane * (end - first));
     for (c = first; c < end; c++) {
         const uint8_t *src = base + okpu_kpu_layout_offset(&layout, L->src_h, c, 0, 0);
         uint8_t *dst = planes + c * L->plane + (size_t)L->pad * L->pitch + L->pad;
-        if (L->pick_step) /* rows 0, s, 2s...; columns pick_x0, pick_x0 + s, ... (see pick_layer) */
+        if (L->pick_step && L->k == 3)
+            load_phases(L, src, pitch, planes + c * L->plane);
+        else if (L->pick_step) /* rows 0, s, 2s...; columns pick_x0, pick_x0 + s, ... (see pick_layer) */
             for (y = 0; y < L->h; y++, src += L->pick_step * pitch, dst += L->pitch)
                 for (x = 0; x < L->w; x++)
                     dst[x] = src[L->pick_x0 + x * L->pick_step];
@@ -367,15 +392,18 @@ static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes,
     }
 }
 
-/* A 1x1 layer whose pool picks one pixel of each window (pool types 5-7) is, on the fast path, the same layer without
- * a pool over the picked pixels alone: a 1x1 output pixel and its x-offset term depend on its own input pixel only.
- * L (set up for the whole map) becomes that layer, with `args` its arguments; load_planes then loads only the picked
- * pixels (a quarter, or a sixteenth) from the map in KPU RAM (src_w x src_h). */
+/* A layer whose pool picks one pixel of each window (pool types 5-7, stride s) computes only the pixels it picks, on
+ * the fast path: L (set up for the whole map) becomes a layer without a pool over the ow x oh picked pixels, with
+ * `args` its arguments, and load_planes loads what those read from the map in KPU RAM (src_w x src_h):
+ * - 1x1: the picked pixels alone (a 1x1 output pixel and its x-offset term depend on its own input pixel only);
+ * - 3x3, 8-bit, by quads, x-offset terms folded: each input channel as s phase planes, padded column x in phase
+ *   x % s at x / s, so the taps of consecutive picked pixels are consecutive bytes (tap offsets: okpu_emu_pair_offsets)
+ *   and a picked row's taps start s rows down: pitch = s x phase_pitch, one run over all rows as the 3x3 quads do. */
 static void pick_layer(emu_layer *L, okpu_kpu_args *args)
 {
     const okpu_kpu_args *a = L->a;
 
-    if (L->k != 1 || a->pool_type < 5 || a->pool_type > 7)
+    if (a->pool_type < 5 || a->pool_type > 7 || (L->k == 3 && !(okpu_emu_by_quads(L) && L->folded)))
         return;
     *args = *a;
     args->pool_type = 0;
@@ -387,6 +415,12 @@ static void pick_layer(emu_layer *L, okpu_kpu_args *args)
     L->w = L->pitch = args->in_width;
     L->h = args->in_height;
     L->plane = (size_t)L->w * L->h;
+    if (L->k == 3) {
+        L->phase_pitch = (L->src_w + 2u + L->pick_step - 1u) / L->pick_step;
+        L->phase_plane = (size_t)(L->src_h + 2u) * L->phase_pitch;
+        L->pitch = L->pick_step * L->phase_pitch;
+        L->plane = L->pick_step * L->phase_plane; /* <= PART_IN's share: scratch_parts */
+    }
 }
 
 /* Task `task`'s channels [*first, *end) of n, per_task a task. */
@@ -621,11 +655,11 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     L.avx512 = e->avx512;
     L.src_w = L.w;
     L.src_h = L.h;
+    L.in = at[PART_IN];
+    L.acc_stride = (size_t)align8(L.plane); /* (a picked layer's runs need fewer) */
+    okpu_emu_fold(&L);
     if (!e->reference)
         pick_layer(&L, &picked);
-    L.in = at[PART_IN];
-    L.acc_stride = (size_t)align8(L.plane);
-    okpu_emu_fold(&L);
 
     memset(&T, 0, sizeof T);
     T.L = &L;

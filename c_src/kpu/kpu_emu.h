@@ -42,7 +42,9 @@ typedef struct emu_layer {
     size_t plane;        /* bytes per padded input plane */
     const uint8_t *in;   /* ic padded input planes (pad taps hold pad_value) */
     uint32_t src_w, src_h; /* the input map in KPU RAM (w x h, or more when picked) */
-    uint32_t pick_step, pick_x0; /* a 1x1 layer over the pixels its pick pool reads (kpu_emu.c, pick_layer); 0, 0 */
+    uint32_t pick_step, pick_x0; /* a layer over the pixels its pick pool reads (kpu_emu.c, pick_layer); 0, 0 */
+    uint32_t phase_pitch;        /* a picked 3x3 layer: bytes per row of a phase plane, */
+    size_t phase_plane;          /* and per phase plane */
     size_t acc_stride;   /* by quads (okpu_emu_by_quads): uint32 accumulators per channel of a quad in W->acc */
     /* 8-bit mode: the accumulators (uint32) hold the signed sum plus acc_bias = 2^31 (the sums fit int32), so weights
      * may be negative. x_fold: when arg_x is a multiple of 2^shr_x, every x-offset term is exactly x_fold times a tap

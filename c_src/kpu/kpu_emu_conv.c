@@ -852,8 +852,13 @@ void okpu_emu_pair_offsets(const emu_layer *L, uint32_t *off)
     uint32_t t;
 
     for (t = 0; t < 2u * pairs; t++) {
-        const uint32_t item = t < items ? t : items - 1u, pos = item % L->kk;
-        off[t] = (uint32_t)((size_t)(item / L->kk) * L->plane + (pos / L->k) * L->pitch + pos % L->k);
+        const uint32_t item = t < items ? t : items - 1u, pos = item % L->kk, dy = pos / L->k;
+        const uint32_t col = L->pick_x0 + pos % L->k; /* a picked 3x3 layer: the tap's column from the picked one */
+        if (L->pick_step && L->k == 3)
+            off[t] = (uint32_t)((size_t)(item / L->kk) * L->plane + (col % L->pick_step) * L->phase_plane +
+                                (size_t)dy * L->phase_pitch + col / L->pick_step);
+        else
+            off[t] = (uint32_t)((size_t)(item / L->kk) * L->plane + dy * L->pitch + pos % L->k);
     }
 }
 
