@@ -6,6 +6,7 @@
 2. The nncase-compiled models of ../shared/testdata/kmodel_v5_nncase against the nncase Simulator's outputs (skipped,
    saying why, without the data); models using tensor functions not implemented yet must be refused by name."""
 import json
+import os
 import struct
 
 import numpy as np
@@ -361,6 +362,28 @@ def test_binary_broadcast_matches_numpy(op):
     data = v5_file(c.b, F32, [a.size + b.size], F32, [2, 3, 4])
     _, raw = run(data, np.concatenate([a.ravel(), b.ravel()]))
     assert np.array_equal(out_array(raw, F32, want.shape), want)
+
+
+def test_binary_writing_one_row_over_and_over_is_not_split_over_threads():
+    """A file may give the output a stride of 0 on an axis (every row written to the same place): the step must not
+    be shared among threads then (their order would decide the bytes), so on any thread count the last row's values
+    stay, as one thread in index order leaves them."""
+    a = RNG.standard_normal((64, 512)).astype(np.float32)  # 32768 elements: above the threads' split threshold
+    b = RNG.standard_normal((64, 512)).astype(np.float32)
+    c = Code()
+    c.lea(0, 0), c.lea(0, a.nbytes), c.lea(1, 0)
+    c.shape(0, [64, 512]), c.shape(1, [512, 1]), c.shape(2, [64, 512]), c.shape(3, [512, 1])
+    c.shape(4, [64, 512]), c.shape(5, [0, 1])
+    c.tensor(0x01, bytes([F32, 0, 1, 2, 3, 4, 5, 0]) + struct.pack("<2f", -1e30, 1e30))
+    data = v5_file(c.b, F32, [a.size + b.size], F32, [512])
+    x = np.concatenate([a.ravel(), b.ravel()])
+    want = (a[63] + b[63]).astype(np.float32)
+    for threads in (1, 2, 3):
+        m = _kpu.Model(data, threads=threads)
+        m.set_input(0, x.tobytes())
+        for attempt in range(1 if threads == 1 else 100):  # shared, the last task to finish would decide
+            m.run()
+            assert np.array_equal(out_array(m.output(0)[0], F32, (512,)), want), (threads, attempt)
 
 
 def test_lut1d_matches_numpy():

@@ -9,7 +9,11 @@
 #include "../plan/steps_v5.h"
 
 void okpu_v5_k_copy(const okpu_v5_copy_args *a);
-/* Do the bytes a copy reads and the bytes it writes miss each other (then its parts may run in any order)? */
+/* The bytes [*lo, *hi) a walk of `shape` with strides `stride` (elements of e bytes) from base touches (every extent
+ * >= 1). */
+void okpu_v5_extent(const uint32_t *shape, const int32_t *stride, uint32_t rank, const uint8_t *base, size_t e,
+                    uintptr_t *lo, uintptr_t *hi);
+/* Do the bytes a copy reads and the bytes it writes miss each other? */
 int okpu_v5_copy_disjoint(const okpu_v5_copy_args *a);
 void okpu_v5_k_quantize(const okpu_v5_quant_args *a);
 void okpu_v5_k_dequantize(const okpu_v5_quant_args *a);

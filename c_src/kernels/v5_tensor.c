@@ -53,14 +53,13 @@ static void st_f32(uint8_t *p, float f)
         }                                                                                                             \
     } while (0)
 
-/* The bytes [*lo, *hi) a walk touches from base, strides `stride` (elements of e bytes). */
-static void walk_extent(const okpu_v5_nd *nd, const int32_t *stride, const uint8_t *base, size_t e, uintptr_t *lo,
-                        uintptr_t *hi)
+void okpu_v5_extent(const uint32_t *shape, const int32_t *stride, uint32_t rank, const uint8_t *base, size_t e,
+                    uintptr_t *lo, uintptr_t *hi)
 {
     int64_t mn = 0, mx = 0;
     uint32_t r;
-    for (r = 0; r < nd->rank; r++) {
-        const int64_t span = (int64_t)stride[r] * (int64_t)(nd->shape[r] - 1u); /* shape >= 1 */
+    for (r = 0; r < rank; r++) {
+        const int64_t span = (int64_t)stride[r] * ((int64_t)shape[r] - 1); /* (a 0 extent: a walk touching nothing) */
         mn += span < 0 ? span : 0;
         mx += span > 0 ? span : 0;
     }
@@ -71,12 +70,8 @@ static void walk_extent(const okpu_v5_nd *nd, const int32_t *stride, const uint8
 int okpu_v5_copy_disjoint(const okpu_v5_copy_args *a)
 {
     uintptr_t slo, shi, dlo, dhi;
-    uint32_t r;
-    for (r = 0; r < a->nd.rank; r++)
-        if (a->nd.shape[r] == 0u)
-            return 1;
-    walk_extent(&a->nd, a->nd.in_stride, a->src, a->esize, &slo, &shi);
-    walk_extent(&a->nd, a->nd.out_stride, a->dst, a->esize, &dlo, &dhi);
+    okpu_v5_extent(a->nd.shape, a->nd.in_stride, a->nd.rank, a->src, a->esize, &slo, &shi);
+    okpu_v5_extent(a->nd.shape, a->nd.out_stride, a->nd.rank, a->dst, a->esize, &dlo, &dhi);
     return shi <= dlo || dhi <= slo;
 }
 
@@ -85,6 +80,10 @@ void okpu_v5_k_copy(const okpu_v5_copy_args *a)
     const size_t e = a->esize;
     const uint32_t last = a->nd.rank ? a->nd.rank - 1u : 0u;
     okpu_v5_nd rows;
+    uint32_t r;
+    for (r = 0; r < a->nd.rank; r++)
+        if (a->nd.shape[r] == 0u)
+            return; /* nothing to copy (and the loader checked no stride of an empty view) */
     /* Source and destination apart, a last axis dense on both sides is one memcpy per row; otherwise element by
      * element with memmove (a file may make an element's source and destination overlap: found by fuzz_v5), in
      * index order, as before. */
@@ -303,7 +302,7 @@ void okpu_v5_k_window(const okpu_v5_window_args *a)
     uint32_t b, c, oy, ox, ky, kx, ky0, ky1, kx0, kx1;
     for (b = 0; b < a->n; b++)
         for (c = 0; c < a->c; c++) {
-            const uint8_t *plane = a->src + 4 * ((int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1]);
+            const int64_t plane = (int64_t)b * a->in_stride[0] + (int64_t)c * a->in_stride[1];
             for (oy = 0; oy < a->oh; oy++) {
                 const int64_t y0 = (int64_t)oy * a->sh - a->pad_top;
                 window_taps(y0, a->dh, a->fh, a->ih, &ky0, &ky1);
@@ -313,9 +312,9 @@ void okpu_v5_k_window(const okpu_v5_window_args *a)
                     window_taps(x0, a->dw, a->fw, a->iw, &kx0, &kx1);
                     /* the in-bounds taps in the same order as a tap-by-tap walk: the same float sums */
                     for (ky = ky0; ky < ky1; ky++) {
-                        const uint8_t *row = plane + 4 * ((y0 + (int64_t)ky * a->dh) * a->in_stride[2]);
+                        const int64_t row = plane + (y0 + (int64_t)ky * a->dh) * a->in_stride[2];
                         for (kx = kx0; kx < kx1; kx++) {
-                            const float t = ld_f32(row + 4 * ((x0 + (int64_t)kx * a->dw) * a->in_stride[3]));
+                            const float t = ld_f32(a->src + 4 * (row + (x0 + (int64_t)kx * a->dw) * a->in_stride[3]));
                             if (a->op == 0 || a->op == 3)
                                 v = v + t;
                             else if (a->op == 1)

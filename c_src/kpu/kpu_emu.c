@@ -18,17 +18,18 @@
 #include "kpu_emu.h"
 #include "kpu_layout.h"
 
-/* The w-offset terms of one prepared layer, per output channel (see "Working memory"). The key is everything the
- * terms depend on. */
+/* The w-offset terms and packed weights of one prepared layer (see "Working memory"). The key is everything they
+ * depend on: a depthwise layer and a layer of one input channel have the same terms but not the same packed layout. */
 typedef struct w_terms {
     const uint8_t *weights;
-    int eight_bit;
+    int eight_bit, depthwise;
     uint32_t oc, g_ic, kk;
     int32_t arg_w, arg_x;
     unsigned shr_w, shr_x; /* arg_x, shr_x: the packed weights hold the x-offset fold (okpu_emu_fold) */
     int64_t arg_add;
     int64_t *term;    /* oc entries */
-    uint32_t *packed; /* 8-bit layers that are not depthwise: every quad's packed weights (okpu_emu_pack_quad) */
+    uint32_t *packed; /* 8-bit: every quad's packed weights (okpu_emu_pack_quad), or a 3x3 depthwise layer's six words
+                       * per channel (okpu_emu_pack_dw3); packed_words of them */
     size_t packed_words;
 } w_terms;
 
@@ -252,6 +253,8 @@ static void packed_fill(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, w_
     uint32_t q;
 
     weights_layer(e, job, &L);
+    if (t->packed_words != packed_words(e, job)) /* (the key makes them equal: a guard on the buffer's size) */
+        return;
     for (q = 0; t->packed_words && okpu_emu_dw3(&L) && q < L.oc; q++)
         okpu_emu_pack_dw3(&L, q, t->packed + (size_t)q * 6u);
     for (q = 0; t->packed_words && okpu_emu_by_quads(&L) && 4u * q < L.oc; q++)
@@ -265,7 +268,8 @@ static w_terms *w_terms_find(const okpu_kpu_emu *e, const okpu_kpu_layer_job *jo
 
     for (i = 0; i < e->wt_count; i++) {
         w_terms *t = &e->wt[i];
-        if (t->weights == job->weights && t->eight_bit == job->eight_bit && t->oc == a->out_channels &&
+        if (t->weights == job->weights && t->eight_bit == job->eight_bit && t->depthwise == (int)a->depthwise &&
+            t->oc == a->out_channels &&
             t->g_ic == (a->depthwise ? 1u : a->in_channels) && t->kk == okpu_kpu_kernel_size(a) * okpu_kpu_kernel_size(a) &&
             t->arg_w == a->arg_w && t->shr_w == a->shr_w && t->arg_add == a->arg_add && t->arg_x == a->arg_x &&
             t->shr_x == a->shr_x)
@@ -319,6 +323,7 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     }
     t->weights = job->weights;
     t->eight_bit = job->eight_bit;
+    t->depthwise = (int)a->depthwise;
     t->oc = a->out_channels;
     t->g_ic = a->depthwise ? 1u : a->in_channels;
     t->kk = okpu_kpu_kernel_size(a) * okpu_kpu_kernel_size(a);
@@ -348,8 +353,6 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
     return e->reference ? OKPU_OK : w_terms_prepare(e, job, err);
 }
 
-/* Copy input channels [first, end) out of KPU RAM into their planes (L->in, written here as `planes`), each with a
- * `pad`-wide border of pad_value. */
 /* One channel of a picked 3x3 layer (see pick_layer) from its map in KPU RAM (src, rows `pitch` apart): padded column
  * x (0..src_w + 1; columns 0 and src_w + 1 and rows 0 and src_h + 1 hold pad_value) goes to phase plane x % s at
  * x / s. */
@@ -368,6 +371,8 @@ static void load_phases(const emu_layer *L, const uint8_t *src, size_t pitch, ui
         }
 }
 
+/* Copy input channels [first, end) out of KPU RAM into their planes (L->in, written here as `planes`), each with a
+ * `pad`-wide border of pad_value. */
 static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes, uint32_t first, uint32_t end)
 {
     const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->src_w);

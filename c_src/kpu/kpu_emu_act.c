@@ -382,8 +382,8 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
 }
 
 /* bn_row_avx2 sixteen values at a time with AVX-512 (F and DQ, checked at run time): the same double operations on
- * eight lanes, the conversions direct (vcvtudq2pd, vcvtqq2pd: exact below 2^53), the segment choice by compare masks,
- * the bytes by vpmovdb. */
+ * eight lanes, the conversions direct (uint32 to int64, then vcvtqq2pd: exact below 2^53), the segment choice by
+ * compare masks, the bytes by vpmovdb. */
 __attribute__((target("avx512f,avx512dq"))) static inline __m256i bn8_avx512(__m512i alu_i, const emu_bn_channel *V,
                                                                             const double *f, okpu_round_mode mode)
 {

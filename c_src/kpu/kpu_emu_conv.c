@@ -186,11 +186,12 @@ int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc)
 }
 
 /* ---- 8-bit accumulation ----
- * In 8-bit mode every product is at most 255 * 255 and a whole output value at most 1024 * 9 * 65025 < 2^32, so the
- * sums are uint32 throughout. The taps are taken in pairs (u, v) with weights (wu, wv): on x86-64 pmaddwd multiplies
- * 16-bit pairs and adds each pair into 32 bits (all operands <= 255, so its signed arithmetic is exact and a 32-bit
- * add is the uint32 add), 16 pixels a step with AVX2 when the CPU has it, 8 with SSE2 (part of every x86-64);
- * elsewhere the same sums in plain C. */
+ * In 8-bit mode every product is at most 255 * 255 and a whole output value at most 1024 * 9 * 65025 < 2^31; with
+ * the x-offset fold (okpu_emu_fold) a weight is an int16 and the sum still fits an int32. The sums are taken mod 2^32
+ * from acc_bias = 2^31, so the uint32 accumulator is the sum + 2^31. The taps are taken in pairs (u, v) with weights
+ * (wu, wv): on x86-64 pmaddwd multiplies 16-bit pairs (pixels <= 255, weights int16: exact) and adds each pair into 32
+ * bits, 16 pixels a step with AVX2 when the CPU has it, 8 with SSE2 (part of every x86-64); elsewhere the same sums in
+ * plain C. */
 
 #define MAX_PAIRS 16
 
@@ -240,7 +241,7 @@ static void acc_pairs_sse2(uint32_t *acc, const tap_pairs *P, size_t x, size_t n
     if (x >= n)
         return;
     for (j = 0; j < P->n; j++)
-        w[j] = _mm_set1_epi32((int)((P->wu[j] & 0xffffu) | (P->wv[j] << 16)));
+        w[j] = _mm_set1_epi32(as_int((P->wu[j] & 0xffffu) | (P->wv[j] << 16)));
     for (; x + 8 <= n; x += 8) {
         pairs8(P, w, x, &s0, &s1);
         _mm_storeu_si128((__m128i *)(void *)(acc + x),
@@ -297,7 +298,7 @@ __attribute__((target("avx2"))) static size_t acc_pairs_avx2(uint32_t *acc, cons
     if (n < 16)
         return 0;
     for (j = 0; j < P->n; j++)
-        w[j] = _mm256_set1_epi32((int)((P->wu[j] & 0xffffu) | (P->wv[j] << 16)));
+        w[j] = _mm256_set1_epi32(as_int((P->wu[j] & 0xffffu) | (P->wv[j] << 16)));
     for (; x + 16 <= n; x += 16) {
         pairs16(P, w, x, &lo, &hi);
         _mm256_storeu_si256((__m256i *)(void *)(acc + x),
@@ -924,7 +925,7 @@ static size_t quad_sse2(const quad_job *Q, size_t n)
             const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(Q->base + Q->off[2u * j + 1u] + x)), zero);
             const __m128i lo = _mm_unpacklo_epi16(a, b), hi = _mm_unpackhi_epi16(a, b);
             for (k = 0; k < 4; k++) {
-                const __m128i w = _mm_set1_epi32((int)Q->wq[4u * j + (uint32_t)k]);
+                const __m128i w = _mm_set1_epi32(as_int(Q->wq[4u * j + (uint32_t)k]));
                 s[k][0] = _mm_add_epi32(s[k][0], _mm_madd_epi16(lo, w));
                 s[k][1] = _mm_add_epi32(s[k][1], _mm_madd_epi16(hi, w));
             }
@@ -958,7 +959,7 @@ __attribute__((target("avx2"))) static size_t quad_avx2(const quad_job *Q, size_
             const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(Q->base + Q->off[2u * j + 1u] + x)));
             const __m256i lo = _mm256_unpacklo_epi16(a, b), hi = _mm256_unpackhi_epi16(a, b);
             for (k = 0; k < 4; k++) {
-                const __m256i w = _mm256_set1_epi32((int)Q->wq[4u * j + (uint32_t)k]);
+                const __m256i w = _mm256_set1_epi32(as_int(Q->wq[4u * j + (uint32_t)k]));
                 s[k][0] = _mm256_add_epi32(s[k][0], _mm256_madd_epi16(lo, w));
                 s[k][1] = _mm256_add_epi32(s[k][1], _mm256_madd_epi16(hi, w));
             }

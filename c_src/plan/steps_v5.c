@@ -40,6 +40,31 @@ static uint32_t nd_split_axis(const okpu_v5_nd *nd)
     return split_axis(nd->shape, nd->rank);
 }
 
+/* May a walk writing with `out_stride` be split on axis k, its parts run in any order? Each index of k must write bytes
+ * no other index writes: |out_stride[k]| at least the span the axes after it cover (a file may give a stride of 0, or
+ * overlapping ones), and every extent >= 1. What the step reads must also miss what it writes (apart). */
+static int parts_apart(const uint32_t *shape, const int32_t *out_stride, uint32_t rank, uint32_t k)
+{
+    int64_t span = 1;
+    uint32_t r;
+    for (r = 0; r < rank; r++)
+        if (shape[r] == 0u)
+            return 0;
+    for (r = k + 1u; r < rank; r++)
+        span += (out_stride[r] < 0 ? -(int64_t)out_stride[r] : (int64_t)out_stride[r]) * ((int64_t)shape[r] - 1);
+    return (out_stride[k] < 0 ? -(int64_t)out_stride[k] : (int64_t)out_stride[k]) >= span;
+}
+
+/* Do the bytes a walk reads (shape, in_stride from src) miss the bytes it writes (out_stride from dst)? */
+static int apart(const uint32_t *shape, uint32_t rank, const int32_t *in_stride, const uint8_t *src, size_t in_size,
+                 const int32_t *out_stride, const uint8_t *dst, size_t out_size)
+{
+    uintptr_t slo, shi, dlo, dhi;
+    okpu_v5_extent(shape, in_stride, rank, src, in_size, &slo, &shi);
+    okpu_v5_extent(shape, out_stride, rank, dst, out_size, &dlo, &dhi);
+    return shi <= dlo || dhi <= slo;
+}
+
 /* COPY over [first, end) of its outermost axis longer than one, when what it reads and what it writes are apart. */
 static void copy_part(const void *args, size_t first, size_t end)
 {
@@ -57,7 +82,7 @@ int okpu_step_v5_copy(const okpu_run_ctx *ctx, const void *args, okpu_error *err
     const okpu_v5_copy_args *a = (const okpu_v5_copy_args *)args;
     const uint32_t k = nd_split_axis(&a->nd);
     (void)err;
-    if (!a->nd.rank || !okpu_v5_copy_disjoint(a)) {
+    if (!a->nd.rank || !parts_apart(a->nd.shape, a->nd.out_stride, a->nd.rank, k) || !okpu_v5_copy_disjoint(a)) {
         okpu_v5_k_copy(a);
         return OKPU_OK;
     }
@@ -99,10 +124,12 @@ static size_t quant_part_elements(const okpu_v5_quant_args *a)
     return elements_after(a->nd.shape, a->nd.rank, nd_split_axis(&a->nd));
 }
 
-static void quant_step(const okpu_run_ctx *ctx, const okpu_v5_quant_args *a, okpu_range_fn part,
-                       void (*kernel)(const okpu_v5_quant_args *))
+static void quant_step(const okpu_run_ctx *ctx, const okpu_v5_quant_args *a, size_t src_size, size_t dst_size,
+                       okpu_range_fn part, void (*kernel)(const okpu_v5_quant_args *))
 {
-    if (quant_parts(a) > 1u)
+    const okpu_v5_nd *nd = &a->nd;
+    if (quant_parts(a) > 1u && parts_apart(nd->shape, nd->out_stride, nd->rank, nd_split_axis(nd)) &&
+        apart(nd->shape, nd->rank, nd->in_stride, a->src, src_size, nd->out_stride, a->dst, dst_size))
         okpu_step_parallel(ctx, quant_parts(a), quant_part_elements(a), 1, part, a);
     else
         kernel(a);
@@ -111,14 +138,14 @@ static void quant_step(const okpu_run_ctx *ctx, const okpu_v5_quant_args *a, okp
 int okpu_step_v5_quantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
     (void)err;
-    quant_step(ctx, args, quantize_part, okpu_v5_k_quantize);
+    quant_step(ctx, args, 4, 1, quantize_part, okpu_v5_k_quantize);
     return OKPU_OK;
 }
 
 int okpu_step_v5_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
     (void)err;
-    quant_step(ctx, args, dequantize_part, okpu_v5_k_dequantize);
+    quant_step(ctx, args, 1, 4, dequantize_part, okpu_v5_k_dequantize);
     return OKPU_OK;
 }
 OKPU_DEFINE_STEP(okpu_step_v5_pad, okpu_v5_pad_args, okpu_v5_k_pad(a))
@@ -142,9 +169,20 @@ static void window_part(const void *args, size_t first, size_t end)
 int okpu_step_v5_window(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
     const okpu_v5_window_args *a = (const okpu_v5_window_args *)args;
-    const size_t plane_work = (size_t)a->oh * a->ow * a->fh * a->fw; /* taps of one output plane (< 2^32 each) */
+    const uint32_t in_shape[4] = {a->n, a->c, a->ih, a->iw}, out_shape[4] = {a->n, a->c, a->oh, a->ow};
+    const uint32_t k = a->n > 1u ? 0u : 1u; /* the axis split */
+    /* taps of one output plane, bounded (only the threshold reads it) */
+    const uint64_t plane = (uint64_t)a->oh * a->ow, taps = (uint64_t)a->fh * a->fw;
+    const size_t plane_work = (size_t)((plane < 65536u ? plane : 65536u) * (taps < 1024u ? taps : 1024u));
+    uintptr_t slo, shi, dlo, dhi;
     (void)err;
-    okpu_step_parallel(ctx, a->n > 1u ? a->n : a->c, (a->n > 1u ? a->c : 1u) * plane_work, 1, window_part, a);
+    okpu_v5_extent(in_shape, a->in_stride, 4, a->src, 4, &slo, &shi);
+    okpu_v5_extent(out_shape, a->out_stride, 4, a->dst, 4, &dlo, &dhi);
+    if (!parts_apart(out_shape, a->out_stride, 4, k) || !(shi <= dlo || dhi <= slo) || a->ih == 0u || a->iw == 0u) {
+        okpu_v5_k_window(a);
+        return OKPU_OK;
+    }
+    okpu_step_parallel(ctx, out_shape[k], (k == 0u ? a->c : 1u) * plane_work, 1, window_part, a);
     return OKPU_OK;
 }
 
@@ -169,7 +207,9 @@ int okpu_step_v5_binary(const okpu_run_ctx *ctx, const void *args, okpu_error *e
     const okpu_v5_binary_args *a = (const okpu_v5_binary_args *)args;
     const uint32_t k = split_axis(a->shape, a->rank);
     (void)err;
-    if (!a->rank) {
+    if (!a->rank || !parts_apart(a->shape, a->out_stride, a->rank, k) ||
+        !apart(a->shape, a->rank, a->a_stride, a->a, 4, a->out_stride, a->dst, 4) ||
+        !apart(a->shape, a->rank, a->b_stride, a->b, 4, a->out_stride, a->dst, 4)) {
         okpu_v5_k_binary(a);
         return OKPU_OK;
     }

@@ -1030,6 +1030,40 @@ static void test_prepare(int reference)
 
     layer_free(&big);
     layer_free(&small);
+    if (!reference) {
+        /* A 3x3 conv of one input channel and a 3x3 depthwise layer on the same weights and arguments: the same
+         * w-offset terms, but their weights pack differently (40 words for 2 quads of 5 pairs, 48 for 8 channels of
+         * six), so each must keep its own (a shared entry once overran the smaller buffer). */
+        test_layer conv1, dw;
+        tiny_layer(&conv1, 8, 8, 1, 8, 1, 0, 1);
+        tiny_layer(&dw, 8, 8, 8, 8, 1, 0, 1);
+        dw.s.depthwise = 1;
+        pack_args(&dw.s, dw.raw);
+        free(dw.weights);
+        dw.weights = conv1.weights;
+        for (n = 0; n < (size_t)8 * 9; n++)
+            conv1.weights[n] = (uint8_t)(n * 37u + 11u);
+        for (n = 0; n < 64; n++)
+            conv1.input[n] = (uint8_t)(n * 13u + 5u);
+        for (n = 0; n < (size_t)8 * 8 * 8; n++)
+            dw.input[n] = (uint8_t)(n * 29u + 3u);
+        for (n = 0; n < 8; n++) {
+            pack_bn(conv1.bn + 8 * n, 1, 0, 6);
+            pack_bn(dw.bn + 8 * n, 1, 0, 4);
+        }
+        pack_identity_act(conv1.act, 0);
+        pack_identity_act(dw.act, 0);
+        layer_job(&conv1);
+        layer_job(&dw);
+        CHECK(b->prepare(b, &conv1.job, &err) == OKPU_OK && b->prepare(b, &dw.job, &err) == OKPU_OK,
+              "%s: prepare: %s", what, err.message);
+        CHECK(same_as_unprepared(b, plain, &conv1, "conv on shared weights") &&
+                  same_as_unprepared(b, plain, &dw, "depthwise on shared weights"),
+              "%s: a conv and a depthwise layer on the same weights differ from unprepared runs", what);
+        dw.weights = NULL;
+        layer_free(&conv1);
+        layer_free(&dw);
+    }
     b->destroy(b);
     plain->destroy(plain);
     CHECK(heap.live == 0 && heap.bytes == 0, "%s: %ld blocks, %zu bytes not freed", what, heap.live, heap.bytes);
