@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The nncase v0.2 CPU op steps: each calls its kernel with the arguments kmodel_v4.c resolved and validated at load
  * (nothing here can fail). */
+#include <stdint.h>
 #include <string.h>
 
 #include "../kernels/neutral_kernels.h"
 #include "../kernels/nnil.h"
 #include "plan.h"
+
+/* May an elementwise step's ranges run in any order? The loader lets these steps work in place, so an input may overlap
+ * the output: that is safe when it is the output itself, element for element (`same` and equal starts), and
+ * otherwise only when they miss each other (else one range would write what another reads). */
+static int ranges_apart(const uint8_t *in, size_t in_bytes, const uint8_t *out, size_t out_bytes, int same)
+{
+    const uintptr_t i = (uintptr_t)in, o = (uintptr_t)out;
+    return (same && i == o) || i + in_bytes <= o || o + out_bytes <= i;
+}
 
 OKPU_DEFINE_STEP(okpu_step_v4_binary, okpu_v4_binary_args,
                  okpu_v4k_binary(a->a, a->b, a->out, a->sa, a->sb, a->so, a->op, a->lo, a->hi))
@@ -24,9 +34,11 @@ int okpu_step_v4_quant_binary(const okpu_run_ctx *ctx, const void *args, okpu_er
     const okpu_v4_qbinary_args *a = args;
     const okpu_v4_binary_args *b = &a->bin;
 
+    const size_t n = (size_t)b->sa[0] * b->sa[1] * b->sa[2] * b->sa[3];
     (void)err;
-    if (memcmp(b->sa, b->sb, sizeof b->sa) == 0)
-        okpu_step_parallel(ctx, (size_t)b->sa[0] * b->sa[1] * b->sa[2] * b->sa[3], 1, 1, qbinary_range, a);
+    if (memcmp(b->sa, b->sb, sizeof b->sa) == 0 && memcmp(b->sa, b->so, sizeof b->sa) == 0 &&
+        ranges_apart(b->a, n, b->out, n, 1) && ranges_apart(b->b, n, b->out, n, 1))
+        okpu_step_parallel(ctx, n, 1, 1, qbinary_range, a);
     else
         okpu_v4k_quantized_binary(b->a, b->b, b->out, b->sa, b->sb, b->so, b->op, &a->q, a->round);
     return OKPU_OK;
@@ -56,15 +68,23 @@ static void quantize_range(const void *args, size_t first, size_t end)
 
 int okpu_step_v4_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
+    const okpu_v4_quant_args *a = args;
     (void)err;
-    okpu_step_parallel(ctx, ((const okpu_v4_quant_args *)args)->count, 1, 1, dequantize_range, args);
+    if (ranges_apart(a->in, a->count, a->out, (size_t)a->count * 4u, 0))
+        okpu_step_parallel(ctx, a->count, 1, 1, dequantize_range, args);
+    else
+        dequantize_range(args, 0, a->count);
     return OKPU_OK;
 }
 
 int okpu_step_v4_quantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
+    const okpu_v4_quant_args *a = args;
     (void)err;
-    okpu_step_parallel(ctx, ((const okpu_v4_quant_args *)args)->count, 1, 2, quantize_range, args);
+    if (ranges_apart(a->in, (size_t)a->count * 4u, a->out, a->count, 0))
+        okpu_step_parallel(ctx, a->count, 1, 2, quantize_range, args);
+    else
+        quantize_range(args, 0, a->count);
     return OKPU_OK;
 }
 OKPU_DEFINE_STEP(okpu_step_v4_matmul, okpu_v4_matmul_args,
