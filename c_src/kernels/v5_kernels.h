@@ -9,12 +9,11 @@
 #include "../plan/steps_v5.h"
 
 void okpu_v5_k_copy(const okpu_v5_copy_args *a);
-/* The bytes [*lo, *hi) a walk of `shape` with strides `stride` (elements of e bytes) from base touches (every extent
- * >= 1). */
-void okpu_v5_extent(const uint32_t *shape, const int32_t *stride, uint32_t rank, const uint8_t *base, size_t e,
-                    uintptr_t *lo, uintptr_t *hi);
-/* Do the bytes a copy reads and the bytes it writes miss each other? */
-int okpu_v5_copy_disjoint(const okpu_v5_copy_args *a);
+/* Do the bytes a walk of in_shape with in_stride from src (elements of in_size bytes) reads miss the bytes a walk of
+ * out_shape with out_stride from dst (elements of out_size bytes) writes? Every extent >= 1. */
+int okpu_v5_apart(uint32_t rank, const uint32_t *in_shape, const int32_t *in_stride, const uint8_t *src,
+                  size_t in_size, const uint32_t *out_shape, const int32_t *out_stride, const uint8_t *dst,
+                  size_t out_size);
 void okpu_v5_k_quantize(const okpu_v5_quant_args *a);
 void okpu_v5_k_dequantize(const okpu_v5_quant_args *a);
 void okpu_v5_k_pad(const okpu_v5_pad_args *a);

@@ -53,8 +53,10 @@ static void st_f32(uint8_t *p, float f)
         }                                                                                                             \
     } while (0)
 
-void okpu_v5_extent(const uint32_t *shape, const int32_t *stride, uint32_t rank, const uint8_t *base, size_t e,
-                    uintptr_t *lo, uintptr_t *hi)
+/* The bytes [*lo, *hi) a walk of `shape` with strides `stride` (elements of e bytes) from base touches (every extent
+ * >= 1). */
+static void extent(const uint32_t *shape, const int32_t *stride, uint32_t rank, const uint8_t *base, size_t e,
+                   uintptr_t *lo, uintptr_t *hi)
 {
     int64_t mn = 0, mx = 0;
     uint32_t r;
@@ -67,11 +69,13 @@ void okpu_v5_extent(const uint32_t *shape, const int32_t *stride, uint32_t rank,
     *hi = (uintptr_t)base + (uintptr_t)((mx + 1) * (int64_t)e);
 }
 
-int okpu_v5_copy_disjoint(const okpu_v5_copy_args *a)
+int okpu_v5_apart(uint32_t rank, const uint32_t *in_shape, const int32_t *in_stride, const uint8_t *src,
+                  size_t in_size, const uint32_t *out_shape, const int32_t *out_stride, const uint8_t *dst,
+                  size_t out_size)
 {
     uintptr_t slo, shi, dlo, dhi;
-    okpu_v5_extent(a->nd.shape, a->nd.in_stride, a->nd.rank, a->src, a->esize, &slo, &shi);
-    okpu_v5_extent(a->nd.shape, a->nd.out_stride, a->nd.rank, a->dst, a->esize, &dlo, &dhi);
+    extent(in_shape, in_stride, rank, src, in_size, &slo, &shi);
+    extent(out_shape, out_stride, rank, dst, out_size, &dlo, &dhi);
     return shi <= dlo || dhi <= slo;
 }
 
@@ -87,7 +91,8 @@ void okpu_v5_k_copy(const okpu_v5_copy_args *a)
     /* Source and destination apart, a last axis dense on both sides is one memcpy per row; otherwise element by
      * element with memmove (a file may make an element's source and destination overlap: found by fuzz_v5), in
      * index order, as before. */
-    if (a->nd.rank && a->nd.in_stride[last] == 1 && a->nd.out_stride[last] == 1 && okpu_v5_copy_disjoint(a)) {
+    if (a->nd.rank && a->nd.in_stride[last] == 1 && a->nd.out_stride[last] == 1 &&
+        okpu_v5_apart(a->nd.rank, a->nd.shape, a->nd.in_stride, a->src, e, a->nd.shape, a->nd.out_stride, a->dst, e)) {
         const size_t row = (size_t)a->nd.shape[last] * e;
         rows = a->nd;
         rows.shape[last] = 1u;

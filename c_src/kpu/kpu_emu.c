@@ -255,10 +255,12 @@ static void packed_fill(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, w_
     weights_layer(e, job, &L);
     if (t->packed_words != packed_words(e, job)) /* (the key makes them equal: a guard on the buffer's size) */
         return;
-    for (q = 0; t->packed_words && okpu_emu_dw3(&L) && q < L.oc; q++)
-        okpu_emu_pack_dw3(&L, q, t->packed + (size_t)q * 6u);
-    for (q = 0; t->packed_words && okpu_emu_by_quads(&L) && 4u * q < L.oc; q++)
-        okpu_emu_pack_quad(&L, q, t->packed + (size_t)q * okpu_emu_pairs(&L) * 4u);
+    if (okpu_emu_dw3(&L))
+        for (q = 0; q < L.oc; q++)
+            okpu_emu_pack_dw3(&L, q, t->packed + (size_t)q * 6u);
+    else if (okpu_emu_by_quads(&L))
+        for (q = 0; 4u * q < L.oc; q++)
+            okpu_emu_pack_quad(&L, q, t->packed + (size_t)q * okpu_emu_pairs(&L) * 4u);
 }
 
 static w_terms *w_terms_find(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)

@@ -193,7 +193,7 @@ int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc)
  * bits, 16 pixels a step with AVX2 when the CPU has it, 8 with SSE2 (part of every x86-64); elsewhere the same sums in
  * plain C. */
 
-#define MAX_PAIRS 16
+#define MAX_PAIRS 5 /* a 3x3 channel's nine taps */
 
 typedef struct tap_pairs {
     const uint8_t *u[MAX_PAIRS], *v[MAX_PAIRS];
@@ -351,45 +351,32 @@ static uint32_t folded_weight(const emu_layer *L, uint8_t w)
     return (uint32_t)w + (uint32_t)L->x_fold;
 }
 
+/* Depthwise channel oc's sums over a run of `span` pixels from output row y0 (the 8-bit layers that are not
+ * depthwise run by quads; 3x3 whole planes on x86 by dw3_accumulate). */
 static void accumulate_span8(const emu_layer *L, uint32_t oc, uint32_t y0, uint32_t span, const emu_worker *B)
 {
     uint32_t *acc = (uint32_t *)(void *)B->acc + (size_t)y0 * L->w;
-    const uint8_t *wt;
+    const uint8_t *r0 = L->in + (size_t)oc * L->plane + (size_t)y0 * L->pitch;
+    const uint8_t *wt = L->weights + okpu_emu_weight_index(L, oc, 0);
+    uint32_t f[9], x;
     tap_pairs P;
-    uint32_t i = 0, x;
 
     for (x = 0; x < span; x++)
         acc[x] = (uint32_t)L->acc_bias;
+    for (x = 0; x < L->kk; x++)
+        f[x] = folded_weight(L, wt[x]);
+    P.n = 0;
     if (L->k == 3) {
-        for (i = 0; i < L->g_ic; i++) {
-            const uint8_t *r0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
-            const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
-            uint32_t f[9];
-            wt = L->weights + okpu_emu_weight_index(L, oc, i);
-            for (x = 0; x < 9; x++)
-                f[x] = folded_weight(L, wt[x]);
-            P.n = 0;
-            pair_add(&P, r0, f[0], r0 + 1, f[1]);
-            pair_add(&P, r0 + 2, f[2], r1, f[3]);
-            pair_add(&P, r1 + 1, f[4], r1 + 2, f[5]);
-            pair_add(&P, r2, f[6], r2 + 1, f[7]);
-            pair_add(&P, r2 + 2, f[8], r2 + 2, 0);
-            acc_pairs(L, acc, &P, span);
-        }
-        return;
+        const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+        pair_add(&P, r0, f[0], r0 + 1, f[1]);
+        pair_add(&P, r0 + 2, f[2], r1, f[3]);
+        pair_add(&P, r1 + 1, f[4], r1 + 2, f[5]);
+        pair_add(&P, r2, f[6], r2 + 1, f[7]);
+        pair_add(&P, r2 + 2, f[8], r2 + 2, 0);
+    } else {
+        pair_add(&P, r0, f[0], r0, 0);
     }
-    while (i < L->g_ic) {
-        const uint8_t *p0 = L->in + (size_t)okpu_emu_input_channel(L, oc, i) * L->plane + (size_t)y0 * L->pitch;
-        wt = L->weights + okpu_emu_weight_index(L, oc, i);
-        P.n = 0;
-        for (; i + 2 <= L->g_ic && P.n < MAX_PAIRS; i += 2, p0 += 2 * L->plane, wt += 2)
-            pair_add(&P, p0, folded_weight(L, wt[0]), p0 + L->plane, folded_weight(L, wt[1]));
-        if (i + 1 == L->g_ic && P.n < MAX_PAIRS) {
-            pair_add(&P, p0, folded_weight(L, wt[0]), p0, 0);
-            i++;
-        }
-        acc_pairs(L, acc, &P, span);
-    }
+    acc_pairs(L, acc, &P, span);
 }
 
 /* Accumulate sum(x*w) over a run of `span` pixels starting at output row y0. A 3x3 conv takes its nine taps in one

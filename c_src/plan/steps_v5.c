@@ -55,14 +55,11 @@ static int parts_apart(const uint32_t *shape, const int32_t *out_stride, uint32_
     return (out_stride[k] < 0 ? -(int64_t)out_stride[k] : (int64_t)out_stride[k]) >= span;
 }
 
-/* Do the bytes a walk reads (shape, in_stride from src) miss the bytes it writes (out_stride from dst)? */
+/* Do the bytes a walk of `shape` reads (in_stride from src) miss the bytes it writes (out_stride from dst)? */
 static int apart(const uint32_t *shape, uint32_t rank, const int32_t *in_stride, const uint8_t *src, size_t in_size,
                  const int32_t *out_stride, const uint8_t *dst, size_t out_size)
 {
-    uintptr_t slo, shi, dlo, dhi;
-    okpu_v5_extent(shape, in_stride, rank, src, in_size, &slo, &shi);
-    okpu_v5_extent(shape, out_stride, rank, dst, out_size, &dlo, &dhi);
-    return shi <= dlo || dhi <= slo;
+    return okpu_v5_apart(rank, shape, in_stride, src, in_size, shape, out_stride, dst, out_size);
 }
 
 /* COPY over [first, end) of its outermost axis longer than one, when what it reads and what it writes are apart. */
@@ -82,7 +79,8 @@ int okpu_step_v5_copy(const okpu_run_ctx *ctx, const void *args, okpu_error *err
     const okpu_v5_copy_args *a = (const okpu_v5_copy_args *)args;
     const uint32_t k = nd_split_axis(&a->nd);
     (void)err;
-    if (!a->nd.rank || !parts_apart(a->nd.shape, a->nd.out_stride, a->nd.rank, k) || !okpu_v5_copy_disjoint(a)) {
+    if (!a->nd.rank || !parts_apart(a->nd.shape, a->nd.out_stride, a->nd.rank, k) ||
+        !apart(a->nd.shape, a->nd.rank, a->nd.in_stride, a->src, a->esize, a->nd.out_stride, a->dst, a->esize)) {
         okpu_v5_k_copy(a);
         return OKPU_OK;
     }
@@ -174,11 +172,9 @@ int okpu_step_v5_window(const okpu_run_ctx *ctx, const void *args, okpu_error *e
     /* taps of one output plane, bounded (only the threshold reads it) */
     const uint64_t plane = (uint64_t)a->oh * a->ow, taps = (uint64_t)a->fh * a->fw;
     const size_t plane_work = (size_t)((plane < 65536u ? plane : 65536u) * (taps < 1024u ? taps : 1024u));
-    uintptr_t slo, shi, dlo, dhi;
     (void)err;
-    okpu_v5_extent(in_shape, a->in_stride, 4, a->src, 4, &slo, &shi);
-    okpu_v5_extent(out_shape, a->out_stride, 4, a->dst, 4, &dlo, &dhi);
-    if (!parts_apart(out_shape, a->out_stride, 4, k) || !(shi <= dlo || dhi <= slo) || a->ih == 0u || a->iw == 0u) {
+    if (!parts_apart(out_shape, a->out_stride, 4, k) || a->ih == 0u || a->iw == 0u ||
+        !okpu_v5_apart(4, in_shape, a->in_stride, a->src, 4, out_shape, a->out_stride, a->dst, 4)) {
         okpu_v5_k_window(a);
         return OKPU_OK;
     }
