@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The worker pool (workers.h). One mutex guards the task counter: a run hands out tasks one at a time to whichever
- * thread asks, the caller included, so a worker the OS wakes late (a busy machine) costs nothing but its share, and
- * the caller returns as soon as every task is done, without waiting for idle workers to wake. A worker out of tasks,
- * and the caller waiting for the last ones, first watch for a while (SPIN_NS) before sleeping: a forward pass starts
- * its next split within microseconds to a few hundred (a layer's serial part, a CPU layer between two KPU layers),
- * sooner than a sleeping thread is woken (tens of microseconds in a virtual machine). The watch is timed, not counted:
- * a pause instruction takes 10 ns on one x86 and 40 on the next. */
+/* The worker pool (workers.h). A run hands out tasks 0..n-1 through one atomic ticket word (the run's generation,
+ * its task count and the next task), so taking a task is one atomic add, with no lock: a worker that finds the lock
+ * held would sleep in the kernel, and a sleeping thread wakes tens of microseconds later in a virtual machine, longer
+ * than many layers' tasks. Tasks go to whichever thread asks, the caller included, so a worker the OS wakes late (a
+ * busy machine) costs nothing but its share, and the caller returns as soon as every task is done, without waiting
+ * for idle workers. A worker out of tasks, and the caller waiting for the last ones, first watch for a while
+ * (SPIN_NS) before sleeping on a condition variable: a forward pass starts its next split within microseconds to a
+ * few hundred (a layer's serial part, a CPU layer between two KPU layers). The watch is timed, not counted: a pause
+ * instruction takes 10 ns on one x86 and 40 on the next. The lock guards only the sleeping and the waking. */
 #if defined(OKPU_HAVE_PTHREADS) && defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity: the processors this process may use, not all the machine has */
 #endif
@@ -29,23 +31,33 @@
 #endif
 #endif
 
+/* Threads need the compiler's atomics (GCC and clang have them); a build without runs every pool on the caller. */
+#if defined(OKPU_HAVE_PTHREADS) && !defined(__GNUC__) && !defined(__clang__)
+#undef OKPU_HAVE_PTHREADS
+#endif
+
 #ifdef OKPU_HAVE_PTHREADS
-/* generation, quit and finished are written under the lock and also read without it while watching: atomically. */
-#if defined(__GNUC__) || defined(__clang__)
 #define SPIN_NS 300000L /* 0.3 ms; libgomp's default spin (OMP_WAIT_POLICY unset) is of the same order */
-#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+/* Sequentially consistent: the sleep and wake paths below rely on a store then a load on each side being seen in
+ * one order by both threads (a sleeper registers then checks for work; a waker publishes work then checks for
+ * sleepers). */
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
+#define FETCH_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #if defined(__x86_64__) || defined(__i386__)
 #define RELAX() __builtin_ia32_pause()
 #else
 #define RELAX() ((void)0)
 #endif
-#else
-#define SPIN_NS 0L /* no atomics: sleep at once */
-#define LOAD(p) (*(p))
-#define STORE(p, v) (*(p) = (v))
-#define RELAX() ((void)0)
-#endif
+
+/* The ticket: generation (16 bits) | task count (24) | next task (24). Each thread's last add finds the run out of
+ * tasks and stops taking, so `next` passes the count by at most the thread count: a run of at most TASKS_MAX tasks
+ * never carries into the count. */
+#define TICKET_TASKS(v) ((uint32_t)((v) >> 24) & 0xffffffu)
+#define TICKET_NEXT(v) ((uint32_t)(v)&0xffffffu)
+#define TICKET_GEN(v) ((uint32_t)((v) >> 48))
+#define TASKS_MAX (0xffffffu - OKPU_WORKERS_MAX)
 
 /* Part of a watch: sixteen pauses (the clock costs more than one), then whether SPIN_NS have passed since *start
  * (-1: the watch's first call, which sets it). A clock that cannot be read ends the watch. */
@@ -79,13 +91,15 @@ struct okpu_workers {
     pthread_mutex_t lock;
     pthread_cond_t start; /* a new run (generation) or quit */
     pthread_cond_t done;  /* the last task of a run finished */
-    unsigned long generation;
+    uint64_t ticket;      /* see TICKET_*: written by the caller to start a run, added to by every thread */
     int quit;
+    int sleepers;        /* workers asleep on `start` or about to be */
+    int caller_sleeps;   /* the caller is asleep on `done` or about to be */
     int threads; /* threads started (count - 1 once create succeeded) */
     pid_t pid;   /* the process the threads belong to */
-    okpu_task_fn fn;
+    okpu_task_fn fn;     /* the run's task and context: stable while any of its tasks is unfinished */
     void *ctx;
-    uint32_t n_tasks, next, finished;
+    uint32_t finished;   /* the run's tasks done */
     pthread_t thread[OKPU_WORKERS_MAX];
     worker_arg arg[OKPU_WORKERS_MAX];
 #endif
@@ -123,19 +137,20 @@ static void serial_run(uint32_t n_tasks, okpu_task_fn fn, void *ctx)
 }
 
 #ifdef OKPU_HAVE_PTHREADS
-/* Take tasks until none is left; called and returns with the lock held. */
-static void take_tasks(okpu_workers *w, int index)
+/* Take tasks of the current run until none is left; returns the generation of the run that had none. A task taken
+ * belongs to the run its ticket names, whose fn and ctx cannot change before that task is finished. */
+static uint32_t take_tasks(okpu_workers *w, int index)
 {
-    while (w->next < w->n_tasks) {
-        const uint32_t task = w->next++;
-        okpu_task_fn fn = w->fn;
-        void *ctx = w->ctx;
-        pthread_mutex_unlock(&w->lock);
-        fn(ctx, index, task);
-        pthread_mutex_lock(&w->lock);
-        STORE(&w->finished, w->finished + 1);
-        if (w->finished == w->n_tasks)
+    for (;;) {
+        const uint64_t v = FETCH_ADD(&w->ticket, 1u);
+        if (TICKET_NEXT(v) >= TICKET_TASKS(v))
+            return TICKET_GEN(v);
+        w->fn(w->ctx, index, TICKET_NEXT(v));
+        if (ADD(&w->finished, 1u) == TICKET_TASKS(v) && LOAD(&w->caller_sleeps)) {
+            pthread_mutex_lock(&w->lock);
             pthread_cond_signal(&w->done);
+            pthread_mutex_unlock(&w->lock);
+        }
     }
 }
 
@@ -143,35 +158,33 @@ static void *worker_main(void *p)
 {
     worker_arg *arg = p;
     okpu_workers *w = arg->pool;
-    unsigned long seen = 0; /* a thread that starts late joins the run under way, if it still has tasks */
+    uint32_t seen = 0; /* a thread that starts late joins the run under way, if it still has tasks */
     long long start;
 
-    pthread_mutex_lock(&w->lock);
     for (;;) {
-        if (!w->quit && w->generation == seen) {
-            pthread_mutex_unlock(&w->lock);
-            start = -1;
-            while (LOAD(&w->generation) == seen && !LOAD(&w->quit) && !watch_over(&start))
-                ;
+        start = -1;
+        while (TICKET_GEN(LOAD(&w->ticket)) == seen && !LOAD(&w->quit) && !watch_over(&start))
+            ;
+        if (TICKET_GEN(LOAD(&w->ticket)) == seen && !LOAD(&w->quit)) {
             pthread_mutex_lock(&w->lock);
+            STORE(&w->sleepers, w->sleepers + 1);
+            while (TICKET_GEN(LOAD(&w->ticket)) == seen && !LOAD(&w->quit))
+                pthread_cond_wait(&w->start, &w->lock);
+            STORE(&w->sleepers, w->sleepers - 1);
+            pthread_mutex_unlock(&w->lock);
         }
-        while (!w->quit && w->generation == seen)
-            pthread_cond_wait(&w->start, &w->lock);
-        if (w->quit)
-            break;
-        seen = w->generation;
-        take_tasks(w, arg->index);
+        if (LOAD(&w->quit))
+            return NULL;
+        seen = take_tasks(w, arg->index);
     }
-    pthread_mutex_unlock(&w->lock);
-    return NULL;
 }
 
 /* Stop and join the threads started so far (create's failure path and destroy). */
 static void stop_threads(okpu_workers *w)
 {
     int i;
-    pthread_mutex_lock(&w->lock);
     STORE(&w->quit, 1);
+    pthread_mutex_lock(&w->lock);
     pthread_cond_broadcast(&w->start);
     pthread_mutex_unlock(&w->lock);
     for (i = 0; i < w->threads; i++)
@@ -205,6 +218,7 @@ okpu_workers *okpu_workers_create(int count, const okpu_allocator *alloc, okpu_e
         okpu_fail(err, OKPU_ERR_NO_MEM, -1, -1, "no memory for the worker pool (%lu bytes)", (unsigned long)sizeof *w);
         return NULL;
     }
+    memset(w, 0, sizeof *w);
     w->count = count;
     if (alloc) {
         w->allocator = *alloc;
@@ -248,26 +262,29 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
 {
 #ifdef OKPU_HAVE_PTHREADS
     /* One task, a pool of one, or a forked child (its pool's threads stayed in the parent): the caller alone. */
-    if (w && w->count > 1 && n_tasks > 1 && getpid() == w->pid) {
-        pthread_mutex_lock(&w->lock);
+    if (w && w->count > 1 && n_tasks > 1 && n_tasks <= TASKS_MAX && getpid() == w->pid) {
+        const uint64_t gen = (TICKET_GEN(LOAD(&w->ticket)) + 1u) & 0xffffu; /* (only the caller changes it) */
+        long long start = -1;
         w->fn = fn;
         w->ctx = ctx;
-        w->n_tasks = n_tasks;
-        w->next = 0;
         STORE(&w->finished, 0u);
-        STORE(&w->generation, w->generation + 1);
-        pthread_cond_broadcast(&w->start);
-        take_tasks(w, 0);
-        if (w->finished < n_tasks) {
-            long long start = -1;
-            pthread_mutex_unlock(&w->lock);
-            while (LOAD(&w->finished) < n_tasks && !watch_over(&start))
-                ;
+        STORE(&w->ticket, gen << 48 | (uint64_t)n_tasks << 24);
+        if (LOAD(&w->sleepers)) {
             pthread_mutex_lock(&w->lock);
+            pthread_cond_broadcast(&w->start);
+            pthread_mutex_unlock(&w->lock);
         }
-        while (w->finished < n_tasks)
-            pthread_cond_wait(&w->done, &w->lock);
-        pthread_mutex_unlock(&w->lock);
+        take_tasks(w, 0);
+        while (LOAD(&w->finished) < n_tasks && !watch_over(&start))
+            ;
+        if (LOAD(&w->finished) < n_tasks) {
+            pthread_mutex_lock(&w->lock);
+            STORE(&w->caller_sleeps, 1);
+            while (LOAD(&w->finished) < n_tasks)
+                pthread_cond_wait(&w->done, &w->lock);
+            STORE(&w->caller_sleeps, 0);
+            pthread_mutex_unlock(&w->lock);
+        }
         return;
     }
 #else

@@ -71,6 +71,27 @@ static void count_task(void *ctx, int worker, uint32_t task)
     TALLY_UNLOCK();
 }
 
+/* A light task for many runs: hits[task]++ (the counts are checked and cleared after each run). */
+static int hits[8];
+
+static void hit_task(void *ctx, int worker, uint32_t task)
+{
+    (void)ctx;
+    (void)worker;
+    TALLY_LOCK();
+    hits[task]++;
+    TALLY_UNLOCK();
+}
+
+/* A task that keeps a worker other than the caller busy for 2 ms: the caller, out of tasks, waits longer than it
+ * watches and sleeps until that worker wakes it. */
+static void slow_task(void *ctx, int worker, uint32_t task)
+{
+    if (worker != 0)
+        sleep_ms(2);
+    hit_task(ctx, worker, task);
+}
+
 static void check_tally(const tally *t, uint32_t n, const char *what)
 {
     uint32_t i;
@@ -137,6 +158,22 @@ static void test_pool(void)
             okpu_workers_run(w, 8, count_task, &t);
             check_tally(&t, 8, "spin");
             CHECK(t.others > 0, "%d workers: no task ran outside the caller", t.count);
+        }
+        if (t.count > 1) {
+            /* more runs than the pool's run counter has values (it wraps at 2^16), then runs far enough apart that
+             * the workers sleep between them, and runs whose caller sleeps waiting for a worker: every task once */
+            int bad = 0, k;
+            for (round = 0; round < 66000 + 20; round++) {
+                const uint32_t m = round < 66000 ? 2u + (uint32_t)round % 3u : 4u;
+                if (round >= 66000 && round % 2 == 0)
+                    sleep_ms(2);
+                okpu_workers_run(w, m, round >= 66000 && round % 4 == 1 ? slow_task : hit_task, NULL);
+                for (k = 0; k < 8; k++) {
+                    bad += hits[k] != ((uint32_t)k < m);
+                    hits[k] = 0;
+                }
+            }
+            CHECK(bad == 0, "%d workers, 66020 short runs: %d tasks ran other than once", t.count, bad);
         }
 #ifdef OKPU_HAVE_PTHREADS
         if (t.count > 1) {
