@@ -84,6 +84,12 @@ enum {
 };
 #define PART_FIRST_WORKER PART_ACTIVATED
 
+/* Bytes left unused between one worker's parts and the next's. Packed end to end, the two workers' parts of a 3x3
+ * depthwise layer ran 10% slower on two threads than with this gap (measured on the face detector's 20x15x256
+ * layers: 104 against 94 us; 32 KiB recovered most of it, 4-16 KiB nothing), though neither writes the other's: the
+ * caches' prefetchers reach across the boundary. Only a layer split over several workers has it. */
+#define WORKER_GAP 65536u
+
 static uint64_t align8(uint64_t n)
 {
     return (n + 7u) & ~(uint64_t)7u;
@@ -181,8 +187,9 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
         else
             bad |= okpu_add_ovf(per_worker, part[i], OKPU_SIZE_LIMIT, &per_worker);
     }
+    bad |= bad ? 0 : okpu_add_ovf(per_worker, WORKER_GAP, OKPU_SIZE_LIMIT, &per_worker);
     bad |= bad ? 0 : okpu_mul_ovf(per_worker, (uint64_t)layer_workers(e, a), OKPU_SIZE_LIMIT, &per_worker);
-    bad |= bad ? 0 : okpu_add_ovf(*total, per_worker, OKPU_SIZE_LIMIT, total);
+    bad |= bad ? 0 : okpu_add_ovf(*total, per_worker - WORKER_GAP, OKPU_SIZE_LIMIT, total);
     if (bad || *total > (uint64_t)(size_t)-1)
         return okpu_fail(err, OKPU_ERR_PARAM, layer, -1,
                          "layer %d: the KPU emulator's work area for a %lux%lux%lu map does not fit in memory", layer,
@@ -618,6 +625,8 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     sets = layer_workers(e, a);
     for (k = 0; k < sets; k++) {
         emu_worker *W = &e->worker[k];
+        if (k)
+            next += WORKER_GAP;
         for (i = PART_FIRST_WORKER; i < PART_COUNT; i++) {
             at[i] = part[i] ? next : NULL;
             next += part[i];
