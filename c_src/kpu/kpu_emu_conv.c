@@ -473,9 +473,9 @@ static runs plane_runs(const emu_layer *L)
         R.x_first = 0;
         R.x_step = 1;
         /* In 8-bit mode a 3x3 conv runs over the padded planes as if they were one row of h * pitch - 2 pixels: the
-         * two extra accumulators per row (taps straddling the border) are computed and never read. One long run
-         * instead of h short ones, each with a tail that does not fill a vector. h * pitch - 2 <= 2 * w * h
-         * accumulators fit the uint32 view of the buffer. */
+         * two extra accumulators per row (taps straddling the border) are computed, then dropped when channel_finish
+         * closes the rows up. One long run instead of h short ones, each with a tail that does not fill a vector.
+         * h * pitch - 2 <= 2 * w * h accumulators fit the uint32 view of the buffer. */
         if (L->eight_bit) {
             R.whole = 1;
             R.acc_row = L->pitch;
@@ -593,7 +593,7 @@ static void alu_range(const emu_layer *L, const uint32_t *acc32, const uint64_t 
 
 /* Output channel oc once its accumulators are in (a32 in 8-bit mode, else a64, laid out as R says): batch norm and
  * activation of each pixel the pool reads, into W->activated. */
-static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const uint32_t *a32, const uint64_t *a64,
+static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, uint32_t *a32, const uint64_t *a64,
                            const emu_shared *S, emu_worker *W)
 {
     const int64_t w_const = S->w_const[oc] - L->acc_bias;
@@ -602,8 +602,22 @@ static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, const
     int64_t lo = 0, hi = 0;
     okpu_kpu_bn bn;
     emu_bn_channel bc;
+    runs dense;
     uint32_t r;
 
+    if (R->whole && a32) {
+        /* Each batch-norm call has a fixed cost and a vector tail (a 14-pixel row of MobileNet has no 16-wide step),
+         * so the rows of the one run (pitch apart) are moved up to w apart, in place (row r moves back 2r places,
+         * after rows 0..r-1 have), and the channel finishes as one run of w x h, as a 1x1 layer does. */
+        for (r = 1; r < L->h; r++)
+            memmove(a32 + (size_t)r * L->w, a32 + (size_t)r * L->pitch, L->w * sizeof *a32);
+        dense = *R;
+        dense.whole = 0;
+        dense.count = 1;
+        dense.span = L->w * L->h;
+        dense.acc_row = dense.span;
+        R = &dense;
+    }
     okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
     if (has_range)
         alu_range(L, a32, a64, x_term, R, w_const, &lo, &hi);
@@ -749,7 +763,7 @@ static void conv_fast(const emu_layer *L, uint32_t oc, const emu_shared *S, emu_
             else
                 accumulate_span(L, oc, r * R.row_step, R.span, W);
         }
-    channel_finish(L, oc, &R, L->eight_bit ? (const uint32_t *)(const void *)W->acc : NULL, W->acc, S, W);
+    channel_finish(L, oc, &R, L->eight_bit ? (uint32_t *)(void *)W->acc : NULL, W->acc, S, W);
 }
 
 /* The pool of one channel: max 2x2 stride 2 (the common one) here, the others in okpu_emu_pool_plane. Every window
