@@ -153,9 +153,35 @@ static inline uint8_t bn_act_fast(int64_t alu, const emu_bn_channel *b, const em
  * one multiply, one shift and one load. An entry costs about what a pixel costs on the search path, so the entries a
  * worker computes in a layer are at most half the pixels of its share of the layer; a channel the vector path takes
  * with at most four segments uses the table only when it already covers its range. */
+#ifdef EMU_AVX2
+static size_t lut_segment_avx512(const emu_act_fast *A, int i, int64_t y, size_t n, okpu_round_mode mode, uint8_t *t);
+#endif
+
+/* t[j] = the activation of y + j for j in [0, n), every y + j in segment i. */
+static void lut_segment(const emu_layer *L, const emu_act_fast *A, int i, int64_t y, size_t n, uint8_t *t)
+{
+    size_t j = 0;
+
+#ifdef EMU_AVX2
+    if (L->avx512)
+        j = lut_segment_avx512(A, i, y, n, L->round, t);
+#endif
+    /* one loop per rounding mode, the mode a constant in each */
+#define FILL(MODE)                                                                                                \
+    for (; j < n; j++)                                                                                            \
+        t[j] = act_fast(y + (int64_t)j, i, A, MODE);
+    if (L->round == OKPU_ROUND_HALF_UP)
+        FILL(OKPU_ROUND_HALF_UP)
+    else if (L->round == OKPU_ROUND_SDK_CARRY)
+        FILL(OKPU_ROUND_SDK_CARRY)
+    else
+        FILL(OKPU_ROUND_HALF_EVEN)
+#undef FILL
+}
+
 static void lut_fill(const emu_layer *L, const emu_act_fast *A, uint8_t *t, int64_t y, size_t n)
 {
-    size_t j;
+    size_t j = 0;
     int i = 0;
 
     if (!n)
@@ -164,21 +190,18 @@ static void lut_fill(const emu_layer *L, const emu_act_fast *A, uint8_t *t, int6
     i += y > A->x_start[i + 4] ? 4 : 0;
     i += y > A->x_start[i + 2] ? 2 : 0;
     i += y > A->x_start[i + 1] ? 1 : 0;
-    /* y rises by one an entry and x_start is sorted, so the segment only moves up (x_start[16] is INT64_MAX); the mode
-     * is a constant in each loop */
-#define FILL(MODE)                                                                                                \
-    for (j = 0; j < n; j++, y++) {                                                                                \
-        while (y > A->x_start[i + 1])                                                                             \
-            i++;                                                                                                  \
-        t[j] = act_fast(y, i, A, MODE);                                                                           \
+    /* y rises by one an entry and x_start is sorted, so the segment only moves up (x_start[16] is INT64_MAX): the
+     * entries in segment i run up to y = x_start[i + 1] */
+    while (j < n) {
+        const int64_t at = y + (int64_t)j;
+        size_t run = n - j;
+        while (at > A->x_start[i + 1])
+            i++;
+        if (A->x_start[i + 1] != INT64_MAX && (uint64_t)(A->x_start[i + 1] - at) + 1u < run)
+            run = (size_t)(A->x_start[i + 1] - at) + 1u;
+        lut_segment(L, A, i, at, run, t + j);
+        j += run;
     }
-    if (L->round == OKPU_ROUND_HALF_UP)
-        FILL(OKPU_ROUND_HALF_UP)
-    else if (L->round == OKPU_ROUND_SDK_CARRY)
-        FILL(OKPU_ROUND_SDK_CARRY)
-    else
-        FILL(OKPU_ROUND_HALF_EVEN)
-#undef FILL
 }
 
 void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *c, emu_worker *W, size_t npix,
@@ -439,6 +462,57 @@ __attribute__((target("avx512f,avx512dq"))) static size_t bn_row_avx512(const ui
                          _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1)));
     }
     return x;
+}
+#endif
+
+#ifdef EMU_AVX2
+/* lut_segment eight entries at a time with AVX-512 (F and DQ): act_fast's int64 arithmetic on eight lanes. Within
+ * one segment d = (y - x_start) * y_mul grows by y_mul an entry, so the lanes start one y_mul apart and step eight;
+ * every y is one act_fast bounds (|d| < 2^61), so the biased logical shifts floor exactly as floor_shift does.
+ * Returns how many it did (a multiple of 8). */
+__attribute__((target("avx512f,avx512dq"))) static __m512i floor_shift8(__m512i v, __m128i s)
+{
+    const __m512i bias = _mm512_set1_epi64((int64_t)FLOOR_BIAS);
+    return _mm512_sub_epi64(_mm512_srl_epi64(_mm512_add_epi64(v, bias), s), _mm512_srl_epi64(bias, s));
+}
+
+__attribute__((target("avx512f,avx512dq"))) static size_t lut_segment_avx512(const emu_act_fast *A, int i, int64_t y,
+                                                                            size_t n, okpu_round_mode mode, uint8_t *t)
+{
+    const int64_t ym = A->y_mul[i];
+    const __m128i s = _mm_cvtsi32_si128((int)A->shift[i]), s1 = _mm_cvtsi32_si128((int)A->shift_m1[i]);
+    const __m128i one_bit = _mm_cvtsi32_si128(1);
+    const __m512i step = _mm512_set1_epi64(8 * ym), bias = _mm512_set1_epi64(A->bias[i]);
+    const __m512i top = _mm512_set1_epi64(255), zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+    __m512i d = _mm512_add_epi64(_mm512_set1_epi64((y - A->x_start[i]) * ym),
+                                 _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(ym)));
+    size_t j = 0;
+
+    for (; j + 8 <= n; j += 8, d = _mm512_add_epi64(d, step)) {
+        __m512i r, v;
+        if (mode == OKPU_ROUND_HALF_UP) {
+            r = floor_shift8(_mm512_add_epi64(d, _mm512_set1_epi64(A->half[i])), s);
+        } else if (mode == OKPU_ROUND_SDK_CARRY) {
+            if (!A->round_en[i]) {
+                r = d;
+            } else {
+                /* q = floor(t / 2), plus 1 (t >= 0) or -1 (t < 0) when t is odd */
+                const __m512i tt = floor_shift8(d, s1), q = floor_shift8(tt, one_bit);
+                const __mmask8 odd = _mm512_test_epi64_mask(tt, one);
+                const __mmask8 neg = _mm512_cmplt_epi64_mask(tt, zero);
+                r = _mm512_mask_add_epi64(q, odd, q, _mm512_mask_blend_epi64(neg, one, _mm512_set1_epi64(-1)));
+            }
+        } else {
+            const __m512i odd = _mm512_srl_epi64(_mm512_and_si512(d, _mm512_set1_epi64((int64_t)A->odd_bit[i])), s);
+            r = floor_shift8(_mm512_add_epi64(_mm512_add_epi64(d, _mm512_set1_epi64(A->half_m1[i])), odd), s);
+        }
+        /* r >= 255: 255; r <= -255: 0; else r + bias clamped to 0..255 */
+        v = _mm512_min_epi64(_mm512_max_epi64(_mm512_add_epi64(r, bias), zero), top);
+        v = _mm512_mask_mov_epi64(v, _mm512_cmpge_epi64_mask(r, top), top);
+        v = _mm512_mask_mov_epi64(v, _mm512_cmple_epi64_mask(r, _mm512_set1_epi64(-255)), zero);
+        _mm_storel_epi64((__m128i *)(void *)(t + j), _mm512_cvtepi64_epi8(v));
+    }
+    return j;
 }
 #endif
 
