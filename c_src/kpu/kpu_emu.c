@@ -707,7 +707,8 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
             S.pair_off = (const uint32_t *)(void *)at[PART_PAIR_OFF];
         }
         S.packed = t ? t->packed : NULL;
-        okpu_emu_x_table_fill(&L, &S);
+        if (!L.folded) /* (folded: no x-offset term is computed, see okpu_emu_fold) */
+            okpu_emu_x_table_fill(&L, &S);
         okpu_emu_act_fast_init(&L.act, L.act_sorted, &S.act);
         T.S = &S;
     }
