@@ -74,8 +74,6 @@ enum {
     /* one set per worker (emu_worker) */
     PART_ACTIVATED,
     PART_WX_TERM, /* depthwise layers; a shared non-depthwise layer's part of the x-offset plane */
-    PART_BOX,
-    PART_COL,
     PART_ACC,
     PART_LUT, /* the activation table (emu_worker.lut) */
     PART_PACK, /* non-depthwise layers no prepare covered: one quad's packed weights */
@@ -162,8 +160,6 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
         if (x_parts(e, a))
             part[PART_WX_TERM] = part[PART_X_TERM]; /* each worker's part of the x-offset plane */
         part[PART_X_TABLE] = (k * k * 255u + 1u) * sizeof(int64_t);
-        bad |= okpu_mul_ovf(n, sizeof(uint32_t), OKPU_SIZE_LIMIT, &part[PART_BOX]);
-        part[PART_COL] = (w + 2u) * sizeof(uint32_t);
         bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
         if (a->depthwise)
             part[PART_WIDE] = (plane + EMU_WIDE_SLACK) * sizeof(int16_t);
@@ -513,7 +509,7 @@ static void input_task(void *ctx, int worker, uint32_t task)
         W->x_started = 1;
         x = W->x_term;
     }
-    okpu_emu_x_term_add_channels(L, T->S, W, first, end, x);
+    okpu_emu_x_term_add_channels(L, T->S, first, end, x);
 }
 
 /* The workers' x-offset planes summed (and finished) in bands of pixels. */
@@ -573,7 +569,6 @@ static int rows_disjoint(const okpu_kpu_args *a)
 typedef struct x_term_bands {
     const emu_layer *L;
     const emu_shared *S;
-    emu_worker *worker;
     uint32_t rows; /* per band */
 } x_term_bands;
 
@@ -585,11 +580,12 @@ static void x_term_band(void *ctx, int worker, uint32_t task)
     emu_layer band = *B->L;
     size_t n;
 
+    (void)worker;
     band.h = B->L->h - y0 < B->rows ? B->L->h - y0 : B->rows;
     band.in = B->L->in + (size_t)y0 * B->L->pitch;
     n = (size_t)band.w * band.h;
     memset(x, 0, n * sizeof *x);
-    okpu_emu_x_term_add_channels(&band, B->S, &B->worker[worker], 0, band.ic, x);
+    okpu_emu_x_term_add_channels(&band, B->S, 0, band.ic, x);
     okpu_emu_x_term_finish(&band, x, 0, n);
 }
 
@@ -634,8 +630,6 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         memset(W, 0, sizeof *W);
         W->activated = at[PART_ACTIVATED];
         W->x_term = (int64_t *)(void *)at[PART_WX_TERM];
-        W->box = (uint32_t *)(void *)at[PART_BOX];
-        W->col = (uint32_t *)(void *)at[PART_COL];
         W->acc = (uint64_t *)(void *)at[PART_ACC];
         W->pack = (uint32_t *)(void *)at[PART_PACK];
         W->wide = (int16_t *)(void *)at[PART_WIDE];
@@ -747,7 +741,6 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
             x_term_bands B;
             B.L = &L;
             B.S = &S;
-            B.worker = e->worker;
             B.rows = items_per_task(e, &L, L.h);
             okpu_workers_run(e->pool, (L.h + B.rows - 1u) / B.rows, x_term_band, &B);
         } else if (x_mode == X_DIRECT) {

@@ -162,8 +162,6 @@ typedef struct emu_worker {
     uint8_t *activated; /* w x h: one output channel after the activation */
     int64_t *x_term;    /* w x h: a depthwise channel's x-offset terms, or this worker's part of a shared layer's */
     int x_started;      /* x_term holds this worker's part of the current layer's (zeroed at its first use) */
-    uint32_t *box;      /* w x h: one channel's tap sums */
-    uint32_t *col;      /* w + 2: column sums for the 3x3 box */
     uint64_t *acc;      /* w x h accumulators (used as uint32 in 8-bit mode; by quads four planes of acc_stride) */
     uint32_t *pack;     /* by quads without S->packed: one quad's packed weights */
     int16_t *wide;      /* 8-bit 3x3 depthwise: one padded input plane widened, then EMU_WIDE_SLACK zeros */
@@ -179,11 +177,10 @@ typedef struct emu_worker {
 #define EMU_LUT_MAX 65536u
 
 void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S);
-/* The x-offset plane of a non-depthwise layer: x[p] += the terms of input channels [first, end) (W: box and col
- * scratch), then okpu_emu_x_term_finish once every channel is in. Integer sums, so channel ranges may be added in any
- * order, into separate planes summed afterwards. */
-void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, emu_worker *W, uint32_t first,
-                                   uint32_t end, int64_t *x);
+/* The x-offset plane of a non-depthwise layer: x[p] += the terms of input channels [first, end), then
+ * okpu_emu_x_term_finish once every channel is in. Integer sums, so channel ranges may be added in any order, into
+ * separate planes summed afterwards. */
+void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, uint32_t first, uint32_t end, int64_t *x);
 /* Pixels [first, end) of the summed plane: one floor of the total per pixel (OKPU_CONV_OFFSET_ONCE), else as is. */
 void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t end);
 int64_t okpu_emu_w_term(const emu_layer *L, uint32_t oc);

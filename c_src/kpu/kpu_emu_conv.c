@@ -17,30 +17,11 @@ static inline int as_int(uint32_t v) /* the int with v's bits (a vector lane's v
     return r;
 }
 
-/* Tap sums sum(x) of channel c at every pixel (pad taps included). */
-static void channel_box_sums(const emu_layer *L, uint32_t c, emu_worker *B)
-{
-    const uint8_t *plane = L->in + (size_t)c * L->plane;
-    uint32_t x, y;
-
-    if (L->k == 1) {
-        for (x = 0; x < L->w * L->h; x++)
-            B->box[x] = plane[x];
-        return;
-    }
-    for (y = 0; y < L->h; y++) {
-        const uint8_t *r0 = plane + (size_t)y * L->pitch, *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
-        uint32_t *out = B->box + (size_t)y * L->w;
-        for (x = 0; x < L->pitch; x++)
-            B->col[x] = (uint32_t)r0[x] + r1[x] + r2[x];
-        for (x = 0; x < L->w; x++)
-            out[x] = B->col[x] + B->col[x + 1] + B->col[x + 2];
-    }
-}
-
 /* ---- x-offset terms with AVX2 ----
- * Eight pixels a step: the tap sums s as 32-bit lanes, then floor(arg_x * s / 2^shr_x) as a signed 32 x 32 -> 64-bit
- * product (|arg_x| < 2^23, s <= 9 * 255) floored by a logical shift of p + 2^62 (|p| < 2^35): x_table's values. */
+ * With arg_x = q * 2^shr_x + r (0 <= r < 2^shr_x), floor(arg_x * s / 2^shr_x) = q * s + floor(r * s / 2^shr_x) for a
+ * tap sum s >= 0, so the terms of a run of input channels are q * (sum of s) + (sum of floor(r * s / 2^shr_x)): both
+ * sums fit int32 (r * s < 2^15 * 2295, 1024 channels), so eight pixels at a time sum every channel of the run in two
+ * registers, and the int64 plane is read and written once per run instead of once per channel. */
 enum { XT_SET, XT_ADD, XT_SUM };
 
 #ifdef EMU_AVX2
@@ -48,52 +29,99 @@ enum { XT_SET, XT_ADD, XT_SUM };
 
 #define LOAD8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
 
-/* dst[p] = the term (XT_SET), dst[p] += the term (XT_ADD) or dst[p] += s (XT_SUM) for every pixel p of channel c. */
-__attribute__((target("avx2"))) static void x_terms_avx2(const emu_layer *L, uint32_t c, const emu_shared *S,
-                                                        int64_t *dst, int mode)
+/* For every pixel p: dst[p] = the terms of input channels [first, end) (XT_SET), dst[p] += them (XT_ADD), or
+ * dst[p] += their tap sums (XT_SUM, for one floor of the total). Returns the columns it did: all of them, or none
+ * when rows are narrower than a step (the caller does the rest). */
+__attribute__((target("avx2"))) static uint32_t x_terms_avx2(const emu_layer *L, uint32_t first, uint32_t end,
+                                                            int64_t *dst, int mode)
 {
-    const uint8_t *plane = L->in + (size_t)c * L->plane;
-    const __m256i arg = _mm256_set1_epi64x(L->a->arg_x), bias = _mm256_set1_epi64x((int64_t)1 << 62);
-    const __m256i unbias = _mm256_set1_epi64x((int64_t)(((uint64_t)1 << 62) >> L->a->shr_x));
-    const __m128i shr = _mm_cvtsi32_si128((int)L->a->shr_x);
+    const unsigned k = L->a->shr_x;
+    const int32_t q = L->a->arg_x >> k; /* (an arithmetic shift: floor) */
+    const __m256i rem = _mm256_set1_epi32(L->a->arg_x - q * (1 << k)), qv = _mm256_set1_epi64x(q);
+    const __m128i shr = _mm_cvtsi32_si128((int)k);
     /* 1x1: no border, so the plane is one row of w x h pixels (a narrow map then has no scalar tail per row) */
     const uint32_t rows = L->k == 1 ? 1u : L->h, cols = L->k == 1 ? L->w * L->h : L->w;
-    uint32_t x, y;
+    uint32_t x, y, c, i;
     int half;
 
+    if (cols < 8)
+        return 0;
     for (y = 0; y < rows; y++) {
-        const uint8_t *r0 = plane + (size_t)y * L->pitch, *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
         int64_t *d = dst + (size_t)y * L->w;
-        for (x = 0; x + 8 <= cols; x += 8) { /* 3x3: reads up to r2 + x + 9 < r2 + pitch */
-            __m256i sum = LOAD8(r0 + x);
-            if (L->k == 3) {
-                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r0 + x + 1), LOAD8(r0 + x + 2)));
-                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r1 + x), LOAD8(r1 + x + 1)));
-                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r1 + x + 2), LOAD8(r2 + x)));
-                sum = _mm256_add_epi32(sum, _mm256_add_epi32(LOAD8(r2 + x + 1), LOAD8(r2 + x + 2)));
+        /* the last step is the row's last eight columns, of which the first `done` were already done */
+        for (x = 0;; x = x + 16 <= cols ? x + 8 : cols - 8) { /* 3x3: reads up to r2 + x + 9 < r2 + pitch */
+            const uint32_t done = x % 8u ? 8u - cols % 8u : 0u;
+            __m256i sum = _mm256_setzero_si256(), low = _mm256_setzero_si256();
+            int64_t v[8];
+            for (c = first; c < end; c++) {
+                const uint8_t *r0 = L->in + (size_t)c * L->plane + (size_t)y * L->pitch + x;
+                __m256i t = LOAD8(r0);
+                if (L->k == 3) {
+                    const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+                    t = _mm256_add_epi32(t, _mm256_add_epi32(LOAD8(r0 + 1), LOAD8(r0 + 2)));
+                    t = _mm256_add_epi32(t, _mm256_add_epi32(LOAD8(r1), LOAD8(r1 + 1)));
+                    t = _mm256_add_epi32(t, _mm256_add_epi32(LOAD8(r1 + 2), LOAD8(r2)));
+                    t = _mm256_add_epi32(t, _mm256_add_epi32(LOAD8(r2 + 1), LOAD8(r2 + 2)));
+                }
+                sum = _mm256_add_epi32(sum, t);
+                if (mode != XT_SUM)
+                    low = _mm256_add_epi32(low, _mm256_srl_epi32(_mm256_mullo_epi32(t, rem), shr));
             }
             for (half = 0; half < 2; half++) {
-                __m256i v = _mm256_cvtepi32_epi64(half ? _mm256_extracti128_si256(sum, 1) : _mm256_castsi256_si128(sum));
-                __m256i *at = (__m256i *)(void *)(d + x + 4 * half);
+                const __m128i s4 = half ? _mm256_extracti128_si256(sum, 1) : _mm256_castsi256_si128(sum);
+                const __m128i l4 = half ? _mm256_extracti128_si256(low, 1) : _mm256_castsi256_si128(low);
+                __m256i *at = (__m256i *)(void *)(done ? v + 4 * half : d + x + 4 * half);
+                __m256i t = _mm256_cvtepi32_epi64(s4);
                 if (mode != XT_SUM)
-                    v = _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epi32(v, arg), bias), shr), unbias);
-                if (mode != XT_SET)
-                    v = _mm256_add_epi64(_mm256_loadu_si256(at), v);
-                _mm256_storeu_si256(at, v);
+                    t = _mm256_add_epi64(_mm256_mul_epi32(t, qv), _mm256_cvtepi32_epi64(l4));
+                if (mode != XT_SET && !done)
+                    t = _mm256_add_epi64(_mm256_loadu_si256(at), t);
+                _mm256_storeu_si256(at, t);
             }
-        }
-        for (; x < cols; x++) {
-            uint32_t t = r0[x];
-            int64_t v;
-            if (L->k == 3)
-                t += (uint32_t)r0[x + 1] + r0[x + 2] + r1[x] + r1[x + 1] + r1[x + 2] + r2[x] + r2[x + 1] + r2[x + 2];
-            v = mode == XT_SUM ? (int64_t)t : S->x_table[t];
-            d[x] = mode == XT_SET ? v : d[x] + v;
+            for (i = done; done && i < 8u; i++)
+                d[x + i] = mode == XT_SET ? v[i] : d[x + i] + v[i];
+            if (x + 8 >= cols)
+                break;
         }
     }
+    return cols;
 }
 #undef LOAD8
 #endif
+
+/* The columns [x0, cols) of x_terms_avx2's rows (all of them without AVX2) one pixel at a time. */
+static void x_terms_rest(const emu_layer *L, const emu_shared *S, uint32_t first, uint32_t end, int64_t *dst,
+                         int mode, uint32_t x0)
+{
+    const uint32_t rows = L->k == 1 ? 1u : L->h, cols = L->k == 1 ? L->w * L->h : L->w;
+    uint32_t x, y, c;
+
+    for (y = 0; y < rows; y++)
+        for (x = x0; x < cols; x++) {
+            int64_t v = 0;
+            for (c = first; c < end; c++) {
+                const uint8_t *r0 = L->in + (size_t)c * L->plane + (size_t)y * L->pitch + x;
+                uint32_t t = r0[0];
+                if (L->k == 3) {
+                    const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
+                    t += (uint32_t)r0[1] + r0[2] + r1[0] + r1[1] + r1[2] + r2[0] + r2[1] + r2[2];
+                }
+                v += mode == XT_SUM ? (int64_t)t : S->x_table[t];
+            }
+            dst[(size_t)y * L->w + x] = mode == XT_SET ? v : dst[(size_t)y * L->w + x] + v;
+        }
+}
+
+static void x_terms(const emu_layer *L, const emu_shared *S, uint32_t first, uint32_t end, int64_t *dst, int mode)
+{
+    uint32_t x0 = 0;
+
+#ifdef EMU_AVX2
+    if (L->avx2)
+        x0 = x_terms_avx2(L, first, end, dst, mode);
+#endif
+    x_terms_rest(L, S, first, end, dst, mode, x0);
+}
 
 void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S)
 {
@@ -105,28 +133,10 @@ void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S)
 }
 
 /* The x-offset plane of a non-depthwise layer: per input channel floored terms, or one floor of the total. */
-void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, emu_worker *W, uint32_t first,
-                                   uint32_t end, int64_t *x)
+void okpu_emu_x_term_add_channels(const emu_layer *L, const emu_shared *S, uint32_t first, uint32_t end, int64_t *x)
 {
-    const size_t n = (size_t)L->w * L->h;
-    size_t p;
-    uint32_t c;
-
-    for (c = first; c < end; c++) {
-#ifdef EMU_AVX2
-        if (L->avx2 && L->a->shr_x <= 62u) {
-            x_terms_avx2(L, c, S, x, L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL ? XT_ADD : XT_SUM);
-            continue;
-        }
-#endif
-        channel_box_sums(L, c, W);
-        if (L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL)
-            for (p = 0; p < n; p++)
-                x[p] += S->x_table[W->box[p]];
-        else
-            for (p = 0; p < n; p++)
-                x[p] += W->box[p];
-    }
+    if (first < end)
+        x_terms(L, S, first, end, x, L->offset_mode == OKPU_CONV_OFFSET_PER_CHANNEL ? XT_ADD : XT_SUM);
 }
 
 void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t end)
@@ -141,20 +151,8 @@ void okpu_emu_x_term_finish(const emu_layer *L, int64_t *x, size_t first, size_t
 /* Depthwise: one channel, so both offset modes give floor(arg_x * sum(x) / 2^shr_x), into W->x_term. */
 static void x_term_one_channel(const emu_layer *L, uint32_t c, const emu_shared *S, emu_worker *W)
 {
-    const size_t n = (size_t)L->w * L->h;
-    size_t p;
-
-    if (L->folded) /* the terms are in the weights */
-        return;
-#ifdef EMU_AVX2
-    if (L->avx2 && L->a->shr_x <= 62u) {
-        x_terms_avx2(L, c, S, W->x_term, XT_SET);
-        return;
-    }
-#endif
-    channel_box_sums(L, c, W);
-    for (p = 0; p < n; p++)
-        W->x_term[p] = S->x_table[W->box[p]];
+    if (!L->folded) /* (folded: the terms are in the weights) */
+        x_terms(L, S, c, c + 1u, W->x_term, XT_SET);
 }
 
 /* The w-offset terms and arg_add of output channel oc: a constant over the whole plane. */
