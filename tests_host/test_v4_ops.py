@@ -158,6 +158,30 @@ def test_dequantize_and_quantize():
     assert got_q.tolist() == want_q.tolist()
 
 
+@pytest.mark.parametrize("zero_point,scale", [(0, 1.0), (37, 12.5), (200, 0.0123), (128, -3.0)])
+def test_dequantize_bit_exact(zero_point, scale):
+    # 256 values: eight at a time (vfmadd) where the CPU has AVX2 and FMA; the float64 reference is exact here
+    # (q * s and z are within 53 bits of each other), so one rounding to float32 is fmaf's
+    q = np.arange(256, dtype=np.uint8)
+    node = kw.dequantize(mr(MAIN, U8, 0, 256), mr(MAIN, F32, 256, 1024), zero_point, scale)
+    (out,), _ = run_model([node], q.tobytes(), U8, [mr(MAIN, F32, 256, 1024)], 1280)
+    assert out == ref.dequantize(q, zero_point, scale).tobytes()
+
+
+def test_quantize_vector_and_tail_paths():
+    # 37 values, an odd count: the first 32 eight at a time where the CPU allows (ties to even, clamped), then the
+    # rest one at a time, the last rounding half away from zero; past both ends, infinities, and NaN (255: the
+    # chip's saturating conversion gives INT32_MAX)
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 252.5, 253.5, 300.0, -300.0, np.inf, -np.inf, 1e30, -1e30,
+                  0.49999997, 127.5, 128.5, 3.25, -0.0, 0.0, 5e-45, 254.5, 255.5, 256.5, 10.0, 11.5, 12.5, 13.5,
+                  np.nan, 7.0, 8.5, 9.5, 100.5, 101.5, np.nan, 2.5, 4.5], np.float32)
+    node = kw.quantize(mr(MAIN, F32, 0, 4 * len(x)), mr(MAIN, U8, 4 * len(x), len(x)), 0, 1.0)
+    (out,), _ = run_model([node], f32(x), F32, [mr(MAIN, U8, 4 * len(x), len(x))], 5 * len(x))
+    want = ref.quantize(np.nan_to_num(x, nan=0.0), 0, 1.0)
+    want[np.isnan(x)] = 255
+    assert list(out) == want.tolist()
+
+
 def test_quantize_ties_pairs_even_tail_away():
     # x*scale + zp lands exactly on .5: pairs round to even (fcvt.w.s rne), the odd tail rounds away (roundf)
     x = np.array([0.5, 1.5, 2.5, 3.5, 2.5], np.float32)
