@@ -96,6 +96,29 @@ def test_quantized_binary_bit_exact(mode):
         assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, mode)
 
 
+@pytest.mark.parametrize("mode", ["half_up", "sdk_carry", "half_even"])
+def test_quantized_binary_same_shape(mode):
+    # 203 values of one shape: eight at a time where the CPU has AVX2 (every op but division), the rest one at a
+    # time. The second parameter set's output multiplier is 2^20 with shift 22, so a quarter of the products are
+    # exact ties; the third saturates at both ends.
+    n = 203
+    a = RNG.integers(0, 256, n, dtype=np.uint8)
+    b = RNG.integers(0, 256, n, dtype=np.uint8)
+    params = [(-120, 1717986918, 30, -7, 1288490189, 29, 100, 1431655765, 31),
+              (-128, 1 << 30, 26, -100, 1 << 30, 27, 128, 1 << 20, 22),
+              (0, 2147483647, 20, -255, 1073741824, 18, -50, 2000000000, 33)]
+    for op in range(6):
+        for pp in params:
+            if op == kw.BIN_MUL:
+                pp = pp[:8] + (pp[8] + 16,)
+            node = kw.quantized_binary(mr(MAIN, U8, 0, n), mr(MAIN, U8, n, n), mr(MAIN, U8, 2 * n, n), op,
+                                       (1, 1, 1, n), (1, 1, 1, n), (1, 1, 1, n), *pp)
+            (out,), _ = run_model([node], np.concatenate([a, b]).tobytes(), U8, [mr(MAIN, U8, 2 * n, n)], 3 * n,
+                                  v4_round=ROUND_MODES[mode])
+            want = ref.quantized_binary(a, b, op, (1, 1, 1, n), (1, 1, 1, n), (1, 1, 1, n), pp, mode)
+            assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, mode, pp)
+
+
 def test_concat_bytes():
     x = RNG.integers(0, 256, 2 * 3 * 4 + 2 * 5 * 4, dtype=np.uint8)
     inner, outer, dims = 4, 2, [3, 5]

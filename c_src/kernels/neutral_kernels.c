@@ -12,6 +12,18 @@
 #define RD(p, i) okpu_rd_f32((p) + (size_t)(i)*4u)
 #define WR(p, i, v) okpu_wr_f32((p) + (size_t)(i)*4u, (v))
 
+/* x86-64 with AVX2 (and FMA for the float kernels), checked at run time: quantize, dequantize and the quantized
+ * binary op eight values at a time. -DOKPU_EMU_PORTABLE (the emulator's C-path test build) leaves them out. */
+#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define V4_AVX2 1
+
+static int avx2_fma(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
 /* ---- integer helpers (core/arith.h) ---- */
 
 /* (inline here: the kernels below call it per element) */
@@ -132,6 +144,77 @@ static inline uint8_t qbin_out(int32_t v, int32_t mul, int32_t shift, int32_t of
     return okpu_clamp_u8((int64_t)mul_shift_v4(v, mul, shift, mode) + offset);
 }
 
+#ifdef V4_AVX2
+/* floor(x / 2^s) for |x| <= 2^62 + 2^61 as a logical shift of x + 2^62 (no wrap as uint64) less 2^(62-s). */
+__attribute__((target("avx2"))) static inline __m256i floor_shift4(__m256i x, __m128i s, __m256i unbias)
+{
+    return _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(x, _mm256_set1_epi64x((int64_t)1 << 62)), s), unbias);
+}
+
+/* The same-shape quantized binary op eight values at a time, for every op but division and shifts 1..62: the
+ * operands' rescales by table (vpgatherdd), the op on int32 lanes (wrapping as bin_i does), the output's
+ * multiply-shift on int64 lanes (p = v * mul is an int32 product, |p| <= 2^62) rounded as okpu_mul_shift rounds,
+ * then wrapped to int32, offset and clamped. Returns how many it did (a multiple of 8). */
+__attribute__((target("avx2"))) static size_t qbin_avx2(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n,
+                                                       const int32_t *ta, const int32_t *tb, int op, int32_t mul,
+                                                       unsigned s, int32_t offset, okpu_round_mode mode)
+{
+    const __m128i sh = _mm_cvtsi32_si128((int)s), sh1 = _mm_cvtsi32_si128((int)s - 1), sh_one = _mm_cvtsi32_si128(1);
+    const __m256i unbias = _mm256_set1_epi64x((int64_t)(((uint64_t)1 << 62) >> s));
+    const __m256i unbias1 = _mm256_set1_epi64x((int64_t)(((uint64_t)1 << 62) >> (s - 1)));
+    const __m256i unbias_one = _mm256_set1_epi64x((int64_t)1 << 61);
+    const __m256i mv = _mm256_set1_epi64x(mul), half = _mm256_set1_epi64x((int64_t)1 << (s - 1));
+    const __m256i low_bits = _mm256_set1_epi64x(((int64_t)1 << s) - 1), one = _mm256_set1_epi64x(1);
+    const __m256i off = _mm256_set1_epi64x(offset), top = _mm256_set1_epi64x(255), zero = _mm256_setzero_si256();
+    const __m256i even_dwords = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    size_t i;
+    int h;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256i x = _mm256_i32gather_epi32(ta, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(a + i))), 4);
+        const __m256i y = _mm256_i32gather_epi32(tb, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(b + i))), 4);
+        const __m256i v = op == V4_BIN_ADD ? _mm256_add_epi32(x, y)
+                          : op == V4_BIN_SUB ? _mm256_sub_epi32(x, y)
+                          : op == V4_BIN_MUL ? _mm256_mullo_epi32(x, y)
+                          : op == V4_BIN_MIN ? _mm256_min_epi32(x, y)
+                                             : _mm256_max_epi32(x, y);
+        __m128i bytes[2];
+        for (h = 0; h < 2; h++) {
+            const __m256i p = _mm256_mul_epi32(_mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(v, 1)
+                                                                        : _mm256_castsi256_si128(v)), mv);
+            __m256i r, q;
+            if (mode == OKPU_ROUND_HALF_EVEN) {
+                /* q + 1 when the remainder passes half, or is half and q is odd */
+                const __m256i rem = _mm256_and_si256(p, low_bits);
+                q = floor_shift4(p, sh, unbias);
+                r = _mm256_or_si256(_mm256_cmpgt_epi64(rem, half),
+                                    _mm256_and_si256(_mm256_cmpeq_epi64(rem, half),
+                                                     _mm256_cmpeq_epi64(_mm256_and_si256(q, one), one)));
+                r = _mm256_sub_epi64(q, r);
+            } else if (mode == OKPU_ROUND_SDK_CARRY) {
+                /* t = floor(p / 2^(s-1)); floor(t / 2), then +1 (t >= 0) or -1 (t < 0) when t is odd */
+                const __m256i t = floor_shift4(p, sh1, unbias1);
+                const __m256i odd = _mm256_cmpeq_epi64(_mm256_and_si256(t, one), one);
+                const __m256i neg = _mm256_cmpgt_epi64(zero, t);
+                q = floor_shift4(t, sh_one, unbias_one);
+                r = _mm256_add_epi64(q, _mm256_and_si256(odd, _mm256_or_si256(neg, one))); /* (neg | 1: -1 or 1) */
+            } else {
+                r = floor_shift4(_mm256_add_epi64(p, half), sh, unbias);
+            }
+            /* wrap to int32 (the low halves, sign-extended), add the offset, clamp to 0..255 */
+            r = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(r, even_dwords)));
+            r = _mm256_add_epi64(r, off);
+            r = _mm256_blendv_epi8(r, top, _mm256_cmpgt_epi64(r, top));
+            r = _mm256_blendv_epi8(r, zero, _mm256_cmpgt_epi64(zero, r));
+            bytes[h] = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(r, even_dwords)); /* 4 x int32 */
+        }
+        bytes[0] = _mm_packs_epi32(bytes[0], bytes[1]);
+        _mm_storel_epi64((__m128i *)(void *)(out + i), _mm_packus_epi16(bytes[0], bytes[0]));
+    }
+    return i;
+}
+#endif
+
 void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
                           const int32_t so[4], int op, const okpu_v4_qbin_params *p, okpu_round_mode mode)
 {
@@ -142,10 +225,15 @@ void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out,
     qbin_table(ta, p->a_offset, p->a_mul, p->a_shift, mode);
     qbin_table(tb, p->b_offset, p->b_mul, p->b_shift, mode);
     if (same_shape(sa, sb)) {
-        size_t i, n = prod4(sa);
+        size_t i = 0, n = prod4(sa);
+#ifdef V4_AVX2
+        if (op != V4_BIN_DIV && (uint8_t)shift >= 1 && (uint8_t)shift <= 62 && __builtin_cpu_supports("avx2"))
+            i = qbin_avx2(a, b, out, n, ta, tb, op, mul, (uint8_t)shift, offset,
+                          mode == OKPU_ROUND_SDK_CARRY || mode == OKPU_ROUND_HALF_EVEN ? mode : OKPU_ROUND_HALF_UP);
+#endif
         /* one loop per rounding mode, the mode a constant in each */
 #define QBIN_LOOP(MODE)                                                                                           \
-    for (i = 0; i < n; i++)                                                                                       \
+    for (; i < n; i++)                                                                                            \
         out[i] = qbin_out(bin_i(op, ta[a[i]], tb[b[i]]), mul, shift, offset, MODE);
         if (mode == OKPU_ROUND_SDK_CARRY) {
             QBIN_LOOP(OKPU_ROUND_SDK_CARRY)
@@ -158,7 +246,7 @@ void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out,
             const unsigned sh = (uint8_t)shift;
             const int64_t half = (int64_t)1 << (sh - 1);
             const uint64_t bias = (uint64_t)1 << 62;
-            for (i = 0; i < n; i++) {
+            for (; i < n; i++) {
                 const int64_t q = (int64_t)bin_i(op, ta[a[i]], tb[b[i]]) * mul + half;
                 out[i] = okpu_clamp_u8((int64_t)okpu_wrap_i32((int64_t)(((uint64_t)q + bias) >> sh) -
                                                               (int64_t)(bias >> sh)) + offset);
@@ -333,18 +421,8 @@ void okpu_v4k_conv2d_transpose(const uint8_t *in, uint8_t *out, const uint8_t *w
 
 /* ---- quantize / dequantize ---- */
 
-/* x86-64 with AVX2 and FMA (checked at run time): quantize and dequantize eight values at a time. vfmadd is the
- * fused multiply-add fmaf is, and vroundps's nearest mode rounds ties to even, as round_half_even does; -DOKPU_EMU_PORTABLE
- * (the emulator's C-path test build) leaves them out. */
-#if defined(__x86_64__) && !defined(OKPU_EMU_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define V4_AVX2 1
-
-static int avx2_fma(void)
-{
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
+#ifdef V4_AVX2
+/* vfmadd is the fused multiply-add fmaf is, and vroundps's nearest mode rounds ties to even, as round_half_even does. */
 __attribute__((target("avx2,fma"))) static uint32_t dequantize_avx2(const uint8_t *in, uint8_t *out, uint32_t count,
                                                                    float s, float z)
 {
