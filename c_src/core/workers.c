@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The worker pool (workers.h). A run hands out tasks 0..n-1 through one atomic ticket word (the run's generation,
- * its task count and the next task), so taking a task is one atomic add, with no lock: a worker that finds the lock
+/* The worker pool (workers.h). A run hands out tasks 0..n-1 through one atomic ticket word (the run's generation
+ * and the range of tasks not yet taken), so taking a task is one atomic add, with no lock: a worker that finds the lock
  * held would sleep in the kernel, and a sleeping thread wakes tens of microseconds later in a virtual machine, longer
  * than many layers' tasks. Tasks go to whichever thread asks, the caller included, so a worker the OS wakes late (a
  * busy machine) costs nothing but its share, and the caller returns as soon as every task is done, without waiting
@@ -51,13 +51,17 @@
 #define RELAX() ((void)0)
 #endif
 
-/* The ticket: generation (16 bits) | task count (24) | next task (24). Each thread's last add finds the run out of
- * tasks and stops taking, so `next` passes the count by at most the thread count: a run of at most TASKS_MAX tasks
- * never carries into the count. */
-#define TICKET_TASKS(v) ((uint32_t)((v) >> 24) & 0xffffffu)
-#define TICKET_NEXT(v) ((uint32_t)(v)&0xffffffu)
+/* The ticket: generation (16 bits) | end (24) | front (24). The tasks not yet taken are [front, end - BACK_BIAS):
+ * the caller takes from the front (one add), the other workers from the back (one subtract), so with two threads
+ * each keeps to its end of the range, layer after layer: a depthwise layer's channel then mostly lies in the cache
+ * of the processor that wrote it in the layer before. Each thread's last add or subtract finds the range empty and
+ * it stops taking, so front passes end - BACK_BIAS, and end falls below BACK_BIAS, by at most the thread count:
+ * neither carries into the next field for a run of at most TASKS_MAX tasks. */
+#define BACK_BIAS ((uint64_t)OKPU_WORKERS_MAX)
+#define TICKET_FRONT(v) ((uint32_t)(v)&0xffffffu)
+#define TICKET_BACK(v) ((int64_t)(((v) >> 24) & 0xffffffu) - (int64_t)BACK_BIAS) /* one past the last task left */
 #define TICKET_GEN(v) ((uint32_t)((v) >> 48))
-#define TASKS_MAX (0xffffffu - OKPU_WORKERS_MAX)
+#define TASKS_MAX (0xffffffu - 2u * OKPU_WORKERS_MAX)
 
 /* Part of a watch: sixteen pauses (the clock costs more than one), then whether SPIN_NS have passed since *start
  * (-1: the watch's first call, which sets it). A clock that cannot be read ends the watch. */
@@ -91,7 +95,8 @@ struct okpu_workers {
     pthread_mutex_t lock;
     pthread_cond_t start; /* a new run (generation) or quit */
     pthread_cond_t done;  /* the last task of a run finished */
-    uint64_t ticket;      /* see TICKET_*: written by the caller to start a run, added to by every thread */
+    uint64_t ticket;      /* see TICKET_*: written by the caller to start a run, taken from by every thread */
+    uint32_t n_tasks;     /* the run's task count: stable while any of its tasks is unfinished */
     int quit;
     int sleepers;        /* workers asleep on `start` or about to be */
     int caller_sleeps;   /* the caller is asleep on `done` or about to be */
@@ -137,16 +142,20 @@ static void serial_run(uint32_t n_tasks, okpu_task_fn fn, void *ctx)
 }
 
 #ifdef OKPU_HAVE_PTHREADS
-/* Take tasks of the current run until none is left; returns the generation of the run that had none. A task taken
- * belongs to the run its ticket names, whose fn and ctx cannot change before that task is finished. */
+/* Take tasks of the current run until none is left (the caller from the front, the others from the back); returns
+ * the generation of the run that had none. A task taken belongs to the run its ticket names, whose fn, ctx and
+ * n_tasks cannot change before that task is finished. */
 static uint32_t take_tasks(okpu_workers *w, int index)
 {
     for (;;) {
-        const uint64_t v = FETCH_ADD(&w->ticket, 1u);
-        if (TICKET_NEXT(v) >= TICKET_TASKS(v))
+        const uint64_t v = index == 0 ? FETCH_ADD(&w->ticket, 1u) : FETCH_ADD(&w->ticket, (uint64_t)-((int64_t)1 << 24));
+        uint32_t task, n;
+        if ((int64_t)TICKET_FRONT(v) >= TICKET_BACK(v))
             return TICKET_GEN(v);
-        w->fn(w->ctx, index, TICKET_NEXT(v));
-        if (ADD(&w->finished, 1u) == TICKET_TASKS(v) && LOAD(&w->caller_sleeps)) {
+        task = index == 0 ? TICKET_FRONT(v) : (uint32_t)(TICKET_BACK(v) - 1);
+        n = w->n_tasks; /* (read before the task is done: once every task is, the caller may start the next run) */
+        w->fn(w->ctx, index, task);
+        if (ADD(&w->finished, 1u) == n && LOAD(&w->caller_sleeps)) {
             pthread_mutex_lock(&w->lock);
             pthread_cond_signal(&w->done);
             pthread_mutex_unlock(&w->lock);
@@ -267,8 +276,9 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
         long long start = -1;
         w->fn = fn;
         w->ctx = ctx;
+        w->n_tasks = n_tasks;
         STORE(&w->finished, 0u);
-        STORE(&w->ticket, gen << 48 | (uint64_t)n_tasks << 24);
+        STORE(&w->ticket, gen << 48 | ((uint64_t)n_tasks + BACK_BIAS) << 24);
         if (LOAD(&w->sleepers)) {
             pthread_mutex_lock(&w->lock);
             pthread_cond_broadcast(&w->start);
