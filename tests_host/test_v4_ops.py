@@ -119,6 +119,26 @@ def test_quantized_binary_same_shape(mode):
             assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, mode, pp)
 
 
+@pytest.mark.parametrize("mode", ["half_up", "sdk_carry", "half_even"])
+def test_quantized_binary_broadcast_blocks(mode):
+    # broadcast shapes with more outputs than one block of 256: ULFFD's softmax pair ([n, 2] against [n, 1]) and both
+    # operands broadcast along different axes
+    cases = [((1, 1, 300, 2), (1, 1, 300, 1), (1, 1, 300, 2)), ((1, 3, 1, 100), (1, 1, 7, 100), (1, 3, 7, 100))]
+    p = (-120, 1717986918, 30, -7, 1288490189, 29, 100, 1431655765, 31)
+    for sa, sb, so in cases:
+        na, nb, no = int(np.prod(sa)), int(np.prod(sb)), int(np.prod(so))
+        a = RNG.integers(0, 256, na, dtype=np.uint8)
+        b = RNG.integers(0, 256, nb, dtype=np.uint8)
+        for op in range(6):
+            pp = (-120, 1717986918, 24, 3, 1288490189, 29, 5, 1431655765, 20) if op == kw.BIN_DIV else p
+            node = kw.quantized_binary(mr(MAIN, U8, 0, na), mr(MAIN, U8, na, nb), mr(MAIN, U8, na + nb, no), op, sa,
+                                       sb, so, *pp)
+            (out,), _ = run_model([node], np.concatenate([a, b]).tobytes(), U8, [mr(MAIN, U8, na + nb, no)],
+                                  na + nb + no, v4_round=ROUND_MODES[mode])
+            want = ref.quantized_binary(a, b, op, sa, sb, so, pp, mode)
+            assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, mode, sa, sb)
+
+
 def test_concat_bytes():
     x = RNG.integers(0, 256, 2 * 3 * 4 + 2 * 5 * 4, dtype=np.uint8)
     inner, outer, dims = 4, 2, [3, 5]

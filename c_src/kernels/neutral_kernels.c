@@ -4,6 +4,7 @@
 #include "neutral_kernels.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "../core/arith.h"
@@ -215,48 +216,89 @@ __attribute__((target("avx2"))) static size_t qbin_avx2(const uint8_t *a, const 
 }
 #endif
 
+/* out[i] = the rescaled op of ta[a[i]] and tb[b[i]] for i in [0, n), in order (so out may be a or b). */
+static void qbin_flat(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, const int32_t *ta, const int32_t *tb,
+                      int op, int32_t mul, int32_t shift, int32_t offset, okpu_round_mode mode)
+{
+    size_t i = 0;
+
+#ifdef V4_AVX2
+    if (op != V4_BIN_DIV && (uint8_t)shift >= 1 && (uint8_t)shift <= 62 && __builtin_cpu_supports("avx2"))
+        i = qbin_avx2(a, b, out, n, ta, tb, op, mul, (uint8_t)shift, offset,
+                      mode == OKPU_ROUND_SDK_CARRY || mode == OKPU_ROUND_HALF_EVEN ? mode : OKPU_ROUND_HALF_UP);
+#endif
+    /* one loop per rounding mode, the mode a constant in each */
+#define QBIN_LOOP(MODE)                                                                                               \
+    for (; i < n; i++)                                                                                                \
+        out[i] = qbin_out(bin_i(op, ta[a[i]], tb[b[i]]), mul, shift, offset, MODE);
+    if (mode == OKPU_ROUND_SDK_CARRY) {
+        QBIN_LOOP(OKPU_ROUND_SDK_CARRY)
+    } else if (mode == OKPU_ROUND_HALF_EVEN) {
+        QBIN_LOOP(OKPU_ROUND_HALF_EVEN)
+    } else if ((uint8_t)shift >= 1 && (uint8_t)shift <= 62) {
+        /* half up (every other mode is, here: mul_shift_v4) with the usual shifts: p = v * mul is an int32 product,
+         * |p| <= 2^62, so p + 2^(s-1) does not wrap, and floor(x / 2^s) is a logical shift of x + 2^62 less
+         * 2^(62-s): no branch on the sign */
+        const unsigned sh = (uint8_t)shift;
+        const int64_t half = (int64_t)1 << (sh - 1);
+        const uint64_t bias = (uint64_t)1 << 62;
+        for (; i < n; i++) {
+            const int64_t q = (int64_t)bin_i(op, ta[a[i]], tb[b[i]]) * mul + half;
+            out[i] = okpu_clamp_u8((int64_t)okpu_wrap_i32((int64_t)(((uint64_t)q + bias) >> sh) -
+                                                          (int64_t)(bias >> sh)) + offset);
+        }
+    } else {
+        QBIN_LOOP(OKPU_ROUND_HALF_UP)
+    }
+#undef QBIN_LOOP
+}
+
+/* Do n bytes at p and m bytes at q miss each other? */
+static int bytes_apart(const uint8_t *p, size_t n, const uint8_t *q, size_t m)
+{
+    return (uintptr_t)p + n <= (uintptr_t)q || (uintptr_t)q + m <= (uintptr_t)p;
+}
+
+#define QBIN_BLOCK 256u
+
 void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
                           const int32_t so[4], int op, const okpu_v4_qbin_params *p, okpu_round_mode mode)
 {
     /* (in locals: stores through the uint8_t output could alias *p, which the compiler would then reload) */
     const int32_t mul = p->out_mul, shift = p->out_shift, offset = p->out_offset;
     int32_t ta[256], tb[256];
+    int32_t d0, d1, d2, d3;
 
     qbin_table(ta, p->a_offset, p->a_mul, p->a_shift, mode);
     qbin_table(tb, p->b_offset, p->b_mul, p->b_shift, mode);
     if (same_shape(sa, sb)) {
-        size_t i = 0, n = prod4(sa);
-#ifdef V4_AVX2
-        if (op != V4_BIN_DIV && (uint8_t)shift >= 1 && (uint8_t)shift <= 62 && __builtin_cpu_supports("avx2"))
-            i = qbin_avx2(a, b, out, n, ta, tb, op, mul, (uint8_t)shift, offset,
-                          mode == OKPU_ROUND_SDK_CARRY || mode == OKPU_ROUND_HALF_EVEN ? mode : OKPU_ROUND_HALF_UP);
-#endif
-        /* one loop per rounding mode, the mode a constant in each */
-#define QBIN_LOOP(MODE)                                                                                           \
-    for (; i < n; i++)                                                                                            \
-        out[i] = qbin_out(bin_i(op, ta[a[i]], tb[b[i]]), mul, shift, offset, MODE);
-        if (mode == OKPU_ROUND_SDK_CARRY) {
-            QBIN_LOOP(OKPU_ROUND_SDK_CARRY)
-        } else if (mode == OKPU_ROUND_HALF_EVEN) {
-            QBIN_LOOP(OKPU_ROUND_HALF_EVEN)
-        } else if ((uint8_t)shift >= 1 && (uint8_t)shift <= 62) {
-            /* half up (every other mode is, here: mul_shift_v4) with the usual shifts: p = v * mul is an int32 product,
-             * |p| <= 2^62, so p + 2^(s-1) does not wrap, and floor(x / 2^s) is a logical shift of x + 2^62 less
-             * 2^(62-s): no branch on the sign */
-            const unsigned sh = (uint8_t)shift;
-            const int64_t half = (int64_t)1 << (sh - 1);
-            const uint64_t bias = (uint64_t)1 << 62;
-            for (; i < n; i++) {
-                const int64_t q = (int64_t)bin_i(op, ta[a[i]], tb[b[i]]) * mul + half;
-                out[i] = okpu_clamp_u8((int64_t)okpu_wrap_i32((int64_t)(((uint64_t)q + bias) >> sh) -
-                                                              (int64_t)(bias >> sh)) + offset);
+        qbin_flat(a, b, out, prod4(sa), ta, tb, op, mul, shift, offset, mode);
+    } else if (bytes_apart(out, prod4(so), a, prod4(sa)) && bytes_apart(out, prod4(so), b, prod4(sb))) {
+        /* broadcast, the output apart from both inputs: blocks of outputs in order, each block's operand bytes
+         * gathered first (a dimension an operand lacks reads its index 0), then the same loop as one shape */
+        uint8_t ga[QBIN_BLOCK], gb[QBIN_BLOCK];
+        size_t j = 0, done = 0;
+        for (d0 = 0; d0 < so[0]; d0++)
+            for (d1 = 0; d1 < so[1]; d1++) {
+                const uint8_t *pa = a + off4(sa, d0 < sa[0] ? d0 : 0, d1 < sa[1] ? d1 : 0, 0, 0);
+                const uint8_t *pb = b + off4(sb, d0 < sb[0] ? d0 : 0, d1 < sb[1] ? d1 : 0, 0, 0);
+                for (d2 = 0; d2 < so[2]; d2++) {
+                    const uint8_t *ra = pa + (size_t)(d2 < sa[2] ? d2 : 0) * (size_t)sa[3];
+                    const uint8_t *rb = pb + (size_t)(d2 < sb[2] ? d2 : 0) * (size_t)sb[3];
+                    for (d3 = 0; d3 < so[3]; d3++) {
+                        ga[j] = ra[d3 < sa[3] ? d3 : 0];
+                        gb[j] = rb[d3 < sb[3] ? d3 : 0];
+                        if (++j == QBIN_BLOCK) {
+                            qbin_flat(ga, gb, out + done, j, ta, tb, op, mul, shift, offset, mode);
+                            done += j;
+                            j = 0;
+                        }
+                    }
+                }
             }
-        } else {
-            QBIN_LOOP(OKPU_ROUND_HALF_UP)
-        }
-#undef QBIN_LOOP
+        qbin_flat(ga, gb, out + done, j, ta, tb, op, mul, shift, offset, mode);
     } else {
-        int32_t d0, d1, d2, d3;
+        /* (an output over an input: element by element, each read before the writes that follow it) */
         for (d0 = 0; d0 < so[0]; d0++)
             for (d1 = 0; d1 < so[1]; d1++)
                 for (d2 = 0; d2 < so[2]; d2++)
