@@ -104,6 +104,11 @@ typedef struct emu_act_fast {
     unsigned shift[16];
     unsigned shift_m1[16]; /* s - 1 (SDK carry), 0 for s = 0 */
     int64_t bias[16];
+    /* per segment, computed once per layer rather than per channel: the largest |y - x_start| whose product with
+     * y_mul stays below 2^61 (the int64 path) and below 2^52 (the double path), INT64_MAX when y_mul = 0; 2^-s and
+     * 2^-(s-1) (2 for s = 0) as doubles */
+    int64_t fast_d_max[16], exact_d_max[16];
+    double sc[16], sc1[16];
 } emu_act_fast;
 
 void okpu_emu_act_fast_init(const okpu_kpu_act *act, int act_sorted, emu_act_fast *f);

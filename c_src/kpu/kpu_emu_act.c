@@ -45,6 +45,13 @@ void okpu_emu_act_fast_init(const okpu_kpu_act *act, int act_sorted, emu_act_fas
         f->odd_bit[i] = s >= 1u && s <= 62u ? (uint64_t)1 << s : 0u;
         f->round_en[i] = s >= 1u ? 1 : 0;
         f->shift_m1[i] = s >= 1u && s <= 62u ? s - 1u : 0u;
+        {
+            const int64_t m = f->y_mul[i] < 0 ? -f->y_mul[i] : f->y_mul[i];
+            f->fast_d_max[i] = m ? (FAST_LIMIT - 1) / m : INT64_MAX;
+            f->exact_d_max[i] = m ? (((int64_t)1 << 52) - 1) / m : INT64_MAX;
+            f->sc[i] = s <= 62u ? 1.0 / (double)((uint64_t)1 << s) : 0.0;
+            f->sc1[i] = s == 0u ? 2.0 : s <= 63u ? 1.0 / (double)((uint64_t)1 << (s - 1u)) : 0.0;
+        }
     }
 }
 
@@ -71,12 +78,9 @@ static void bn_fast_init(const okpu_kpu_bn *bn, const emu_act_fast *af, int64_t 
     y1 = floor_shift(hi * f->mul, f->shift) + f->add;
     ylo = y0 < y1 ? y0 : y1; /* floor(alu * m / 2^s) is monotone in alu */
     yhi = y0 < y1 ? y1 : y0;
-    for (i = 0; i < 16; i++) {
-        const int64_t d = abs_diff_max(ylo, yhi, af->x_start[i]); /* < 2^60 + 2^31 + 2^35 */
-        const int64_t m = af->y_mul[i] < 0 ? -af->y_mul[i] : af->y_mul[i];
-        if (m != 0 && d > (FAST_LIMIT - 1) / m)
+    for (i = 0; i < 16; i++)
+        if (abs_diff_max(ylo, yhi, af->x_start[i]) > af->fast_d_max[i]) /* (the difference < 2^60 + 2^31 + 2^35) */
             return;
-    }
     /* Segments are chosen by y > x_start (sorted): every y in [ylo, yhi] takes one of first..last. */
     f->first = 0;
     last = 0;
@@ -279,13 +283,12 @@ static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c, int max_seg)
     for (j = 0; j <= c->last - c->first; j++) {
         const int i = c->first + j;
         const int64_t d = abs_diff_max(c->ylo, c->yhi, A->x_start[i]);
-        const int64_t m = A->y_mul[i] < 0 ? -A->y_mul[i] : A->y_mul[i];
-        if (A->shift[i] > 52u || d >= EXACT_LIMIT || (m != 0 && d > (EXACT_LIMIT - 1) / m))
+        if (A->shift[i] > 52u || d >= EXACT_LIMIT || d > A->exact_d_max[i])
             return; /* |d| < 2^52, and |d| + 2^(s-1) < 2^53 for half up */
         c->xs[j] = (double)A->x_start[i];
         c->ym[j] = (double)A->y_mul[i];
-        c->sc[j] = pow2_neg(A->shift[i]);
-        c->sc1[j] = A->shift[i] ? pow2_neg(A->shift[i] - 1u) : 2.0;
+        c->sc[j] = A->sc[i];
+        c->sc1[j] = A->sc1[i];
         c->vbias[j] = (double)A->bias[i];
         c->ymsc[j] = c->ym[j] * c->sc[j];
         c->ymsc1[j] = c->ym[j] * c->sc1[j];
