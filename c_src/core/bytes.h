@@ -6,6 +6,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Do the n bytes at p and the m bytes at q miss each other? */
+static inline int okpu_bytes_apart(const void *p, size_t n, const void *q, size_t m)
+{
+    const uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    return a + n <= b || b + m <= a;
+}
+
 static inline uint32_t okpu_rd_u32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);

@@ -30,8 +30,7 @@ okpu_workers *okpu_workers_create(int count, const okpu_allocator *alloc, okpu_e
 int okpu_workers_count(const okpu_workers *w); /* 1 for NULL */
 /* Run fn(ctx, worker, task) for task = 0..n_tasks-1 (w NULL: serially on the caller). Each task goes to whichever
  * worker is free (the caller takes them from the front, the others from the back), so the caller must not depend on
- * which worker runs which task. Not reentrant: one run
- * at a time per pool (a model runs one forward pass at a time). */
+ * which worker runs which task. Not reentrant: one run at a time per pool (a model runs one forward pass at a time). */
 void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *ctx);
 void okpu_workers_destroy(okpu_workers *w);
 

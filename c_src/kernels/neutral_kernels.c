@@ -4,7 +4,6 @@
 #include "neutral_kernels.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "../core/arith.h"
@@ -253,12 +252,6 @@ static void qbin_flat(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n
 #undef QBIN_LOOP
 }
 
-/* Do n bytes at p and m bytes at q miss each other? */
-static int bytes_apart(const uint8_t *p, size_t n, const uint8_t *q, size_t m)
-{
-    return (uintptr_t)p + n <= (uintptr_t)q || (uintptr_t)q + m <= (uintptr_t)p;
-}
-
 #define QBIN_BLOCK 256u
 
 void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out, const int32_t sa[4], const int32_t sb[4],
@@ -273,7 +266,7 @@ void okpu_v4k_quantized_binary(const uint8_t *a, const uint8_t *b, uint8_t *out,
     qbin_table(tb, p->b_offset, p->b_mul, p->b_shift, mode);
     if (same_shape(sa, sb)) {
         qbin_flat(a, b, out, prod4(sa), ta, tb, op, mul, shift, offset, mode);
-    } else if (bytes_apart(out, prod4(so), a, prod4(sa)) && bytes_apart(out, prod4(so), b, prod4(sb))) {
+    } else if (okpu_bytes_apart(out, prod4(so), a, prod4(sa)) && okpu_bytes_apart(out, prod4(so), b, prod4(sb))) {
         /* broadcast, the output apart from both inputs: blocks of outputs in order, each block's operand bytes
          * gathered first (a dimension an operand lacks reads its index 0), then the same loop as one shape */
         uint8_t ga[QBIN_BLOCK], gb[QBIN_BLOCK];

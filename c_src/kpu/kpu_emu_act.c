@@ -15,7 +15,13 @@
  * allow that (or an unsorted activation table, or a shift above 62) takes okpu_emu_bn_act. */
 
 #define FAST_LIMIT ((int64_t)1 << 61)
+#define EXACT_LIMIT ((int64_t)1 << 52) /* the double path's bound (bn_vec_init) */
 #define FLOOR_BIAS ((uint64_t)1 << 62)
+
+static double pow2_neg(unsigned s) /* 2^-s, exact for s <= 62 */
+{
+    return 1.0 / (double)((uint64_t)1 << s);
+}
 
 /* floor(v / 2^s) for |v| < 2^62 and s <= 62: v + 2^62 is in [0, 2^63) and 2^62 is a multiple of 2^s. */
 static inline int64_t floor_shift(int64_t v, unsigned s)
@@ -48,9 +54,9 @@ void okpu_emu_act_fast_init(const okpu_kpu_act *act, int act_sorted, emu_act_fas
         {
             const int64_t m = f->y_mul[i] < 0 ? -f->y_mul[i] : f->y_mul[i];
             f->fast_d_max[i] = m ? (FAST_LIMIT - 1) / m : INT64_MAX;
-            f->exact_d_max[i] = m ? (((int64_t)1 << 52) - 1) / m : INT64_MAX;
-            f->sc[i] = s <= 62u ? 1.0 / (double)((uint64_t)1 << s) : 0.0;
-            f->sc1[i] = s == 0u ? 2.0 : s <= 63u ? 1.0 / (double)((uint64_t)1 << (s - 1u)) : 0.0;
+            f->exact_d_max[i] = m ? (EXACT_LIMIT - 1) / m : INT64_MAX;
+            f->sc[i] = s <= 62u ? pow2_neg(s) : 0.0;
+            f->sc1[i] = s == 0u ? 2.0 : s <= 63u ? pow2_neg(s - 1u) : 0.0;
         }
     }
 }
@@ -264,12 +270,6 @@ void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *
 #ifdef EMU_SSE41
 #include <smmintrin.h>
 
-#define EXACT_LIMIT ((int64_t)1 << 52)
-
-static double pow2_neg(unsigned s) /* 2^-s, exact for s <= 62 */
-{
-    return 1.0 / (double)((uint64_t)1 << s);
-}
 
 static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c, int max_seg)
 {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The nncase v0.2 CPU op steps: each calls its kernel with the arguments kmodel_v4.c resolved and validated at load
  * (nothing here can fail). */
-#include <stdint.h>
 #include <string.h>
 
+#include "../core/bytes.h"
 #include "../kernels/neutral_kernels.h"
 #include "../kernels/nnil.h"
 #include "plan.h"
@@ -13,8 +13,7 @@
  * otherwise only when they miss each other (else one range would write what another reads). */
 static int ranges_apart(const uint8_t *in, size_t in_bytes, const uint8_t *out, size_t out_bytes, int same)
 {
-    const uintptr_t i = (uintptr_t)in, o = (uintptr_t)out;
-    return (same && i == o) || i + in_bytes <= o || o + out_bytes <= i;
+    return (same && in == out) || okpu_bytes_apart(in, in_bytes, out, out_bytes);
 }
 
 OKPU_DEFINE_STEP(okpu_step_v4_binary, okpu_v4_binary_args,
