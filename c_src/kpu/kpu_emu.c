@@ -679,8 +679,10 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     T.planes = at[PART_IN];
     T.main_out = job->main_out;
     T.per_task = items_per_task(e, &L, L.oc);
-    if (!e->reference && okpu_emu_by_quads(&L) && T.per_task > 1u)
-        T.per_task = (T.per_task + 3u) / 4u * 4u; /* whole quads: a quad split between tasks is computed twice */
+    /* Whole quads: a quad split between tasks is computed by each (a layer of 8 channels split one channel a task
+     * computed each quad four times). OKPU_EMU_SPLIT_ALL keeps one channel a task, to test those boundaries. */
+    if (!e->reference && okpu_emu_by_quads(&L) && !e->split_all)
+        T.per_task = (T.per_task + 3u) / 4u * 4u;
     /* A depthwise channel reads its own input channel alone: its task can load it, unless another task's output
      * could overwrite an input channel not yet loaded. Otherwise every input channel is loaded first. */
     T.load = a->depthwise && rows_disjoint(a);
