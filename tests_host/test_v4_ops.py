@@ -23,7 +23,8 @@ RNG = np.random.default_rng(1234)
 ROUND_MODES = {"half_even": 0, "half_up": 1, "sdk_carry": 2}
 
 
-def run_model(nodes, in_bytes, in_dtype, out_ranges, main_mem, consts=b"", extra_out_dtype=None, v4_round=1):
+def run_model(nodes, in_bytes, in_dtype, out_ranges, main_mem, consts=b"", extra_out_dtype=None, v4_round=1,
+              threads=0):
     """One main-memory input at 0 holding `in_bytes`; nodes as (opcode, body); returns the outputs' bytes."""
     w = kw.V4Writer(main_mem)
     es = 4 if in_dtype == F32 else 1
@@ -35,7 +36,7 @@ def run_model(nodes, in_bytes, in_dtype, out_ranges, main_mem, consts=b"", extra
         w.add_output(r)
     for node in nodes:
         w.add(node)
-    m = _kpu.Model(w.build(), v4_quant_round=v4_round)
+    m = _kpu.Model(w.build(), v4_quant_round=v4_round, threads=threads)
     buf = bytes(in_bytes) + b"\0" * (n * es - len(in_bytes))
     m.set_input(0, buf)
     m.run()
@@ -123,7 +124,11 @@ def test_quantized_binary_same_shape(mode):
 def test_quantized_binary_broadcast_blocks(mode):
     # broadcast shapes with more outputs than one block of 256: ULFFD's softmax pair ([n, 2] against [n, 1]) and both
     # operands broadcast along different axes
-    cases = [((1, 1, 300, 2), (1, 1, 300, 1), (1, 1, 300, 2)), ((1, 3, 1, 100), (1, 1, 7, 100), (1, 3, 7, 100))]
+    # (the last three are big enough to be split among threads, along their first axis of more than one element: a
+    # wide on it, both, b wide on it)
+    cases = [((1, 1, 300, 2), (1, 1, 300, 1), (1, 1, 300, 2)), ((1, 3, 1, 100), (1, 1, 7, 100), (1, 3, 7, 100)),
+             ((1, 1, 4420, 2), (1, 1, 4420, 1), (1, 1, 4420, 2)), ((1, 3, 1, 800), (1, 3, 7, 800), (1, 3, 7, 800)),
+             ((1, 1, 1, 2), (1, 1, 3001, 1), (1, 1, 3001, 2))]
     p = (-120, 1717986918, 30, -7, 1288490189, 29, 100, 1431655765, 31)
     for sa, sb, so in cases:
         na, nb, no = int(np.prod(sa)), int(np.prod(sb)), int(np.prod(so))
@@ -133,10 +138,11 @@ def test_quantized_binary_broadcast_blocks(mode):
             pp = (-120, 1717986918, 24, 3, 1288490189, 29, 5, 1431655765, 20) if op == kw.BIN_DIV else p
             node = kw.quantized_binary(mr(MAIN, U8, 0, na), mr(MAIN, U8, na, nb), mr(MAIN, U8, na + nb, no), op, sa,
                                        sb, so, *pp)
-            (out,), _ = run_model([node], np.concatenate([a, b]).tobytes(), U8, [mr(MAIN, U8, na + nb, no)],
-                                  na + nb + no, v4_round=ROUND_MODES[mode])
             want = ref.quantized_binary(a, b, op, sa, sb, so, pp, mode)
-            assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, mode, sa, sb)
+            for threads in (1, 2, 3):
+                (out,), _ = run_model([node], np.concatenate([a, b]).tobytes(), U8, [mr(MAIN, U8, na + nb, no)],
+                                      na + nb + no, v4_round=ROUND_MODES[mode], threads=threads)
+                assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, mode, sa, sb, threads)
 
 
 def test_concat_bytes():
@@ -348,6 +354,21 @@ def test_unary(op):
     node = kw.unary(mr(MAIN, F32, 0, 64), mr(MAIN, F32, 64, 64), op)
     (out,), _ = run_model([node], f32(x), F32, [mr(MAIN, F32, 64, 64)], 128)
     close(out, ref.unary(x, op), rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_unary_split_among_threads(in_place):
+    # 3001 elements: enough to be split (an element of exp counts ten of quantize); in place or not, the bytes are
+    # those of one thread
+    n = 3001
+    x = (RNG.random(n) * 3 + 0.1).astype(np.float32)
+    out_at = 0 if in_place else n * 4
+    for op in range(10):
+        node = kw.unary(mr(MAIN, F32, 0, n * 4), mr(MAIN, F32, out_at, n * 4), op)
+        outs = [run_model([node], f32(x), F32, [mr(MAIN, F32, out_at, n * 4)], 2 * n * 4, threads=t)[0][0]
+                for t in (1, 2, 3)]
+        assert outs[1] == outs[0] and outs[2] == outs[0], op
+        close(outs[0], ref.unary(x, op), rtol=2e-6, atol=1e-6)
 
 
 def test_table_lookup1d():
@@ -586,3 +607,45 @@ def test_cpu_steps_shared_among_threads(threads):
     b = ref.quantized_binary(q, q, kw.BIN_ADD, shape, shape, shape, p)
     assert np.frombuffer(m.output(1)[0], np.uint8).tolist() == b.ravel().tolist()
     close(m.output(2)[0], ref.dequantize(b.ravel(), 37, 12.5), rtol=1e-6, atol=1e-7)
+
+
+def reduce_in_order(x, op, in_shape, out_shape, init):
+    """nncase v0.2's reduce bit for bit: each output starts at init and folds its inputs in float32, one at a time, in
+    the input's C order (for each output, that is the reduced axes' indices in C order); mean then multiplies by
+    (float)out_count / in_count."""
+    x = np.asarray(x, np.float32).reshape(in_shape)
+    axes = [k for k in range(4) if out_shape[k] == 1 and in_shape[k] != 1]
+    out = np.full(out_shape, init, np.float32)
+    for idx in np.ndindex(*[in_shape[k] for k in axes]):
+        sl = [slice(None)] * 4
+        for k, i in zip(axes, idx):
+            sl[k] = slice(i, i + 1)
+        v = x[tuple(sl)]
+        if op == 1:
+            out = np.where(v < out, v, out)  # std::min
+        elif op == 2:
+            out = np.where(out < v, v, out)  # std::max
+        else:
+            out = (out + v).astype(np.float32)
+    if op == 0:
+        out = (out * (np.float32(np.prod(out_shape)) / np.float32(np.prod(in_shape)))).astype(np.float32)
+    return out
+
+
+@SETTINGS
+@given(data=st.data())
+def test_reduce_random_bit_exact(data):
+    """Every op over random shapes and any set of reduced axes (the last one reduced or not), bit for bit against the
+    fold in nncase's order."""
+    draw = data.draw
+    ins = tuple(draw(st.lists(st.integers(1, 6), min_size=4, max_size=4), label="shape"))
+    reduced = draw(st.lists(st.booleans(), min_size=4, max_size=4), label="reduced")
+    outs = tuple(1 if r else d for r, d in zip(reduced, ins))
+    op = draw(st.integers(0, 3), label="op")
+    init = draw(st.sampled_from([0.0, 0.5, -3e38, 3e38]), label="init")
+    n, n_out = int(np.prod(ins)), int(np.prod(outs))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    x = (rng.standard_normal(n) * 100).astype(np.float32)
+    node = kw.reduce(mr(MAIN, F32, 0, n * 4), mr(MAIN, F32, n * 4, n_out * 4), op, ins, outs, init)
+    (out,), _ = run_model([node], f32(x), F32, [mr(MAIN, F32, n * 4, n_out * 4)], (n + n_out) * 4)
+    assert out == reduce_in_order(x, op, ins, outs, init).tobytes()

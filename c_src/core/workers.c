@@ -303,6 +303,22 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
     serial_run(n_tasks, fn, ctx);
 }
 
+void okpu_workers_wake(okpu_workers *w)
+{
+#ifdef OKPU_HAVE_PTHREADS
+    /* A run of no tasks: a new generation whose range is empty, which a woken worker finds so before it watches. */
+    if (w && w->count > 1 && getpid() == w->pid && LOAD(&w->sleepers)) {
+        const uint64_t gen = (TICKET_GEN(LOAD(&w->ticket)) + 1u) & 0xffffu;
+        STORE(&w->ticket, gen << 48 | BACK_BIAS << 24);
+        pthread_mutex_lock(&w->lock);
+        pthread_cond_broadcast(&w->start);
+        pthread_mutex_unlock(&w->lock);
+    }
+#else
+    (void)w;
+#endif
+}
+
 void okpu_workers_destroy(okpu_workers *w)
 {
     if (!w)

@@ -32,6 +32,10 @@ int okpu_workers_count(const okpu_workers *w); /* 1 for NULL */
  * worker is free (the caller takes them from the front, the others from the back), so the caller must not depend on
  * which worker runs which task. Not reentrant: one run at a time per pool (a model runs one forward pass at a time). */
 void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *ctx);
+/* Wake sleeping workers without giving them work and return at once: they watch for the next run as after one, so
+ * a forward pass that starts with serial steps finds them awake at its first split (a futex wake-up takes tens of
+ * microseconds in a virtual machine). */
+void okpu_workers_wake(okpu_workers *w);
 void okpu_workers_destroy(okpu_workers *w);
 
 #endif

@@ -633,13 +633,14 @@ void okpu_v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], co
             }
 }
 
-/* Element by element in nncase's loop order (o[3] outermost, o[0] innermost), the offsets stepped rather than
- * recomputed. */
+/* The offsets stepped, not recomputed; the innermost loop walks the output axis of most elements (ties: the later one),
+ * so that NCHW to NHWC with a few channels runs rows of the map rather than rows of a few channels. The loader keeps
+ * the input and the output apart, so the order is free. */
 void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4], uint32_t es)
 {
-    size_t in_stride[4], out_stride[4], step[4], o3, o2, o1, o0;
+    size_t in_stride[4], out_stride[4], step[4], i0, i1, i2, x, n;
     int32_t os[4];
-    int k;
+    int k, inner = 3, ax[3], a = 0;
 
     in_stride[3] = es;
     for (k = 2; k >= 0; k--)
@@ -651,17 +652,24 @@ void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[
     out_stride[3] = es;
     for (k = 2; k >= 0; k--)
         out_stride[k] = out_stride[k + 1] * (size_t)os[k + 1];
-    for (o3 = 0; o3 < (size_t)os[3]; o3++)
-        for (o2 = 0; o2 < (size_t)os[2]; o2++)
-            for (o1 = 0; o1 < (size_t)os[1]; o1++) {
-                const uint8_t *src = in + o3 * step[3] + o2 * step[2] + o1 * step[1];
-                uint8_t *dst = out + o3 * out_stride[3] + o2 * out_stride[2] + o1 * out_stride[1];
+    for (k = 2; k >= 0; k--)
+        if (os[k] > os[inner])
+            inner = k;
+    for (k = 0; k < 4; k++)
+        if (k != inner)
+            ax[a++] = k;
+    n = (size_t)os[inner];
+    for (i0 = 0; i0 < (size_t)os[ax[0]]; i0++)
+        for (i1 = 0; i1 < (size_t)os[ax[1]]; i1++)
+            for (i2 = 0; i2 < (size_t)os[ax[2]]; i2++) {
+                const uint8_t *src = in + i0 * step[ax[0]] + i1 * step[ax[1]] + i2 * step[ax[2]];
+                uint8_t *dst = out + i0 * out_stride[ax[0]] + i1 * out_stride[ax[1]] + i2 * out_stride[ax[2]];
                 if (es == 1)
-                    for (o0 = 0; o0 < (size_t)os[0]; o0++)
-                        dst[o0 * out_stride[0]] = src[o0 * step[0]];
+                    for (x = 0; x < n; x++)
+                        dst[x * out_stride[inner]] = src[x * step[inner]];
                 else
-                    for (o0 = 0; o0 < (size_t)os[0]; o0++)
-                        memcpy(dst + o0 * out_stride[0], src + o0 * step[0], es);
+                    for (x = 0; x < n; x++)
+                        memcpy(dst + x * out_stride[inner], src + x * step[inner], es);
             }
 }
 
@@ -694,20 +702,32 @@ static float red_f(int op, float acc, float v)
     }
 }
 
+/* In nncase's loop order (each output folds its inputs in the same order), the output offset stepped: 0 on a reduced
+ * axis (the loader allows out_shape[k] = 1 or in_shape[k] only), instead of computed for every input element. */
 void okpu_v4k_reduce(const uint8_t *in, uint8_t *out, int op, const int32_t is[4], const int32_t os[4], float init)
 {
-    size_t i, n_out = prod4(os), n_in = prod4(is);
-    int32_t d0, d1, d2, d3;
+    size_t i, j = 0, n_out = prod4(os), n_in = prod4(is), step[4], span = 1;
+    int32_t d0, d1, d2, d3, k;
+    for (k = 3; k >= 0; k--) {
+        step[k] = os[k] == 1 ? 0 : span;
+        span *= (size_t)os[k];
+    }
     for (i = 0; i < n_out; i++)
         WR(out, i, init);
     for (d0 = 0; d0 < is[0]; d0++)
         for (d1 = 0; d1 < is[1]; d1++)
-            for (d2 = 0; d2 < is[2]; d2++)
-                for (d3 = 0; d3 < is[3]; d3++) {
-                    size_t oi = off4(os, d0 < os[0] ? d0 : 0, d1 < os[1] ? d1 : 0, d2 < os[2] ? d2 : 0,
-                                     d3 < os[3] ? d3 : 0);
-                    WR(out, oi, red_f(op, RD(out, oi), RD(in, off4(is, d0, d1, d2, d3))));
+            for (d2 = 0; d2 < is[2]; d2++) {
+                const size_t o = (size_t)d0 * step[0] + (size_t)d1 * step[1] + (size_t)d2 * step[2];
+                if (step[3] == 0) { /* the last axis reduced: one output, its inputs in a row */
+                    float acc = RD(out, o);
+                    for (d3 = 0; d3 < is[3]; d3++)
+                        acc = red_f(op, acc, RD(in, j++));
+                    WR(out, o, acc);
+                } else {
+                    for (d3 = 0; d3 < is[3]; d3++, j++)
+                        WR(out, o + (size_t)d3, red_f(op, RD(out, o + (size_t)d3), RD(in, j)));
                 }
+            }
     if (op == V4_RED_MEAN) {
         float mul = (float)n_out / (float)n_in; /* nncase: (float)output.size() / input.size() */
         for (i = 0; i < n_out; i++)

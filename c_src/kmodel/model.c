@@ -7,6 +7,7 @@
 #include "../core/bytes.h"
 #include "../core/checked.h"
 #include "../core/error.h"
+#include "../core/workers.h"
 #include "../kpu/kpu_layout.h"
 #include "model.h"
 
@@ -512,6 +513,7 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
     if (rc != OKPU_OK)
         return rc;
     ctx.kpu = m->kpu;
+    okpu_workers_wake(m->kpu ? m->kpu->workers : NULL); /* awake by the first split, not woken by it */
     for (i = 0; i < n_layers; i++) {
         const okpu_step *s = &m->layers[i].step;
         ctx.layer = i;

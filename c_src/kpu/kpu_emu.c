@@ -367,6 +367,18 @@ static void load_phases(const emu_layer *L, const uint8_t *src, size_t pitch, ui
     uint32_t m, y, col, i;
 
     memset(dst, L->a->pad_value, L->plane);
+    if (s == 2) { /* (pool types 5-7 are stride 2: one pass a row, which the compiler vectorises) */
+        for (y = 0; y < L->src_h; y++, src += pitch) {
+            uint8_t *even = dst + (size_t)(y + 1u) * L->phase_pitch, *odd = even + L->phase_plane;
+            for (i = 0; 2u * i + 1u < L->src_w; i++) {
+                odd[i] = src[2u * i];          /* padded column 2i + 1 */
+                even[i + 1u] = src[2u * i + 1u]; /* padded column 2i + 2 */
+            }
+            if (L->src_w & 1u)
+                odd[i] = src[2u * i];
+        }
+        return;
+    }
     for (y = 0; y < L->src_h; y++, src += pitch)
         for (m = 0; m < s; m++) {
             uint8_t *row = dst + m * L->phase_plane + (size_t)(y + 1u) * L->phase_pitch;

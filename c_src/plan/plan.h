@@ -72,8 +72,9 @@ typedef struct okpu_step {
         return OKPU_OK;                                                                                               \
     }
 
-/* fn(args, first, end) over ranges covering [0, n) items of `item_elements` elements each, on the KPU backend's
- * worker threads when it has some and the elements are enough to pay for them, else at once on the caller: for a CPU
+/* fn(args, first, end) over ranges covering [0, n) items of `item_elements` elements each (an element that costs k
+ * times one of quantize counts k times), on the KPU backend's worker threads when it has some and the elements are
+ * enough to pay for them, else at once on the caller: for a CPU
  * step whose elements are computed independently (the bytes do not depend on the split). Every range but the last
  * starts and ends at a multiple of `align`. */
 typedef void (*okpu_range_fn)(const void *args, size_t first, size_t end);

@@ -33,14 +33,28 @@ int okpu_step_kpu_conv(const okpu_run_ctx *ctx, const void *args, okpu_error *er
     return OKPU_OK;
 }
 
+/* Channels [first, end) of the maps, counted batch after batch; each channel's bytes in KPU RAM are its own (the
+ * emulator's channel tasks upload the same way). */
+static void upload_range(const void *args, size_t first, size_t end)
+{
+    const okpu_kpu_upload_args *a = (const okpu_kpu_upload_args *)args;
+    const size_t map = (size_t)a->w * a->h * a->c;
+
+    while (first < end) {
+        const uint32_t b = (uint32_t)(first / a->c), c0 = (uint32_t)(first % a->c);
+        const size_t left = end - (size_t)b * a->c;
+        const uint32_t c1 = left < a->c ? (uint32_t)left : a->c;
+        okpu_kpu_layout_upload_channels(a->kpu_ram, a->row + b * a->rows_per_batch, a->src + b * map, a->w, a->h, c0,
+                                        c1);
+        first = (size_t)b * a->c + c1;
+    }
+}
+
 int okpu_step_kpu_upload(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
     const okpu_kpu_upload_args *a = (const okpu_kpu_upload_args *)args;
-    size_t map = (size_t)a->w * a->h * a->c;
-    uint32_t b;
-    (void)ctx, (void)err;
-    for (b = 0; b < a->batches; b++)
-        okpu_kpu_layout_upload(a->kpu_ram, a->row + b * a->rows_per_batch, a->src + b * map, a->w, a->h, a->c);
+    (void)err;
+    okpu_step_parallel(ctx, (size_t)a->batches * a->c, (size_t)a->w * a->h, 1, upload_range, args);
     return OKPU_OK;
 }
 

@@ -28,16 +28,62 @@ static void qbinary_range(const void *args, size_t first, size_t end)
                               a->round);
 }
 
+/* Broadcast shapes: the output's first axis of more than one element (the axes before it are 1 in every shape), rows
+ * [first, end) of it; an input of extent 1 on that axis is read whole by every range. */
+static int first_wide_axis(const int32_t so[4])
+{
+    int k = 0;
+    while (k < 3 && so[k] == 1)
+        k++;
+    return k;
+}
+
+static size_t elements_after(const int32_t s[4], int k)
+{
+    size_t n = 1;
+    for (k++; k < 4; k++)
+        n *= (size_t)s[k];
+    return n;
+}
+
+static void qbinary_bcast_range(const void *args, size_t first, size_t end)
+{
+    const okpu_v4_qbinary_args *a = args;
+    const okpu_v4_binary_args *b = &a->bin;
+    const int k = first_wide_axis(b->so);
+    int32_t sa[4], sb[4], so[4];
+    memcpy(sa, b->sa, sizeof sa);
+    memcpy(sb, b->sb, sizeof sb);
+    memcpy(so, b->so, sizeof so);
+    so[k] = (int32_t)(end - first); /* <= so[k] */
+    if (sa[k] != 1)
+        sa[k] = so[k];
+    if (sb[k] != 1)
+        sb[k] = so[k];
+    okpu_v4k_quantized_binary(b->a + (b->sa[k] == 1 ? 0 : first * elements_after(b->sa, k)),
+                              b->b + (b->sb[k] == 1 ? 0 : first * elements_after(b->sb, k)),
+                              b->out + first * elements_after(b->so, k), sa, sb, so, b->op, &a->q, a->round);
+}
+
+/* A broadcast element costs about ten of quantize (measured: 3 ns against 0.3; ULFFD's softmax pair, 8840 outputs). */
+#define QBINARY_BCAST_COST 10u
+
 int okpu_step_v4_quant_binary(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
 {
     const okpu_v4_qbinary_args *a = args;
     const okpu_v4_binary_args *b = &a->bin;
 
-    const size_t n = (size_t)b->sa[0] * b->sa[1] * b->sa[2] * b->sa[3];
+    const size_t n = (size_t)b->so[0] * b->so[1] * b->so[2] * b->so[3];
+    const size_t na = (size_t)b->sa[0] * b->sa[1] * b->sa[2] * b->sa[3];
+    const size_t nb = (size_t)b->sb[0] * b->sb[1] * b->sb[2] * b->sb[3];
+    const int k = first_wide_axis(b->so);
     (void)err;
     if (memcmp(b->sa, b->sb, sizeof b->sa) == 0 && memcmp(b->sa, b->so, sizeof b->sa) == 0 &&
         ranges_apart(b->a, n, b->out, n, 1) && ranges_apart(b->b, n, b->out, n, 1))
         okpu_step_parallel(ctx, n, 1, 1, qbinary_range, a);
+    else if (okpu_bytes_apart(b->a, na, b->out, n) && okpu_bytes_apart(b->b, nb, b->out, n))
+        okpu_step_parallel(ctx, (size_t)b->so[k], elements_after(b->so, k) * QBINARY_BCAST_COST, 1,
+                           qbinary_bcast_range, a);
     else
         okpu_v4k_quantized_binary(b->a, b->b, b->out, b->sa, b->sb, b->so, b->op, &a->q, a->round);
     return OKPU_OK;
@@ -106,7 +152,25 @@ OKPU_DEFINE_STEP(okpu_step_v4_transpose, okpu_v4_transpose_args,
                  okpu_v4k_transpose(a->in, a->out, a->in_shape, a->perm, a->elem_size))
 OKPU_DEFINE_STEP(okpu_step_v4_strided_slice, okpu_v4_slice_args,
                  okpu_v4k_strided_slice(a->in, a->out, a->in_shape, a->begin, a->end, a->strides, a->elem_size))
-OKPU_DEFINE_STEP(okpu_step_v4_unary, okpu_v4_unary_args, okpu_v4k_unary(a->in, a->out, a->count, a->op))
+static void unary_range(const void *args, size_t first, size_t end)
+{
+    const okpu_v4_unary_args *a = args;
+    okpu_v4k_unary(a->in + first * 4u, a->out + first * 4u, (uint32_t)(end - first), a->op);
+}
+
+/* An element of exp, log, sin or cos (the core's own functions) costs about ten of quantize (3 ns against 0.3). */
+#define UNARY_COST 10u
+
+int okpu_step_v4_unary(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v4_unary_args *a = args;
+    (void)err;
+    if (ranges_apart(a->in, (size_t)a->count * 4u, a->out, (size_t)a->count * 4u, 1))
+        okpu_step_parallel(ctx, a->count, UNARY_COST, 1, unary_range, args);
+    else
+        unary_range(args, 0, a->count);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v4_nnil, okpu_v4_nnil_args, okpu_nnil_unary(a->program, a->length, a->in, a->out, a->count))
 OKPU_DEFINE_STEP(okpu_step_v4_table_lookup1d, okpu_v4_lookup_args, okpu_v4k_table_lookup1d(a->in, a->out, a->count, a->table))
 OKPU_DEFINE_STEP(okpu_step_v4_cpu_conv2d, okpu_v4_conv_args,
