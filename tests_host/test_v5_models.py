@@ -90,8 +90,8 @@ def v5_file(code, in_dt, in_shape, out_dt, out_shape, rdata=b"", data_pool=0):
     return b"LDMK" + struct.pack("<7I", 5, 32, 0, 8, 1, 0, 0) + module
 
 
-def run(data, x):
-    m = _kpu.Model(data)
+def run(data, x, threads=0):
+    m = _kpu.Model(data, threads=threads)
     m.set_input(0, np.ascontiguousarray(x).tobytes())
     m.run()
     out = m.output(0)
@@ -448,6 +448,23 @@ def test_resize_image_matches_numpy(dt, mode, align, half):
     assert np.array_equal(out_array(raw, dt, want.shape), want)
 
 
+@pytest.mark.parametrize("shape, dt, mode", [((1, 6, 40, 50), F32, 0), ((3, 2, 40, 50), U8, 0), ((1, 5, 40, 50), U8, 1)])
+def test_resize_image_split_among_threads(shape, dt, mode):
+    """Big enough to be shared among threads, by channels or (several batches) by batches: the bytes of the reference
+    on any thread count."""
+    x = (RNG.integers(0, 256, shape).astype(np.uint8) if dt == U8 else RNG.standard_normal(shape).astype(np.float32))
+    oh, ow = 31, 70
+    want = resize_reference(x, oh, ow, mode == 1, 0, 1)
+    c = Code()
+    c.i4(oh), c.i4(ow), c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, list(x.shape)), c.shape(1, strides(list(x.shape))), c.shape(2, strides(list(want.shape)))
+    c.tensor(0x1B, bytes([dt, 0, 1, 2, 0, 1, mode]))
+    data = v5_file(c.b, dt, list(x.shape), dt, list(want.shape))
+    for threads in (1, 2, 3):
+        _, raw = run(data, x, threads)
+        assert np.array_equal(out_array(raw, dt, want.shape), want), threads
+
+
 def test_matmul_matches_numpy():
     a = RNG.standard_normal((3, 5)).astype(np.float32)
     b = RNG.standard_normal((5, 4)).astype(np.float32)
@@ -482,6 +499,23 @@ def test_convert_casts_like_c(src, dst):
     lo, hi = {U8: (0, 255), I8: (-128, 127), F32: (-1e30, 1e30)}[dst]
     ok = (np.trunc(x.astype(np.float64)) >= lo) & (np.trunc(x.astype(np.float64)) <= hi)
     assert np.array_equal(out_array(raw, dst, (8,))[ok], want[ok])
+
+
+def test_convert_split_among_threads():
+    """40000 u8 to f32 and back (saturating), big enough to be shared among threads: the same values on any count."""
+    x = RNG.integers(0, 256, (8, 5000)).astype(np.uint8)
+    for src, dst, data_in, want in [(U8, F32, x, x.astype(np.float32)),
+                                    (F32, U8, x.astype(np.float32) * 1.5 - 20, None)]:
+        if want is None:
+            want = np.clip(np.trunc(data_in.astype(np.float64)), 0, 255).astype(np.uint8)
+        c = Code()
+        c.lea(0, 0), c.lea(1, 0)
+        c.shape(0, [8, 5000]), c.shape(1, [5000, 1]), c.shape(2, [5000, 1])
+        c.tensor(0x08, bytes([src, dst, 0, 1, 2]))
+        data = v5_file(c.b, src, [8, 5000], dst, [8, 5000])
+        for threads in (1, 2, 3):
+            _, raw = run(data, data_in, threads)
+            assert np.array_equal(out_array(raw, dst, (8, 5000)), want), (src, dst, threads)
 
 
 def test_unimplemented_tensor_function_is_refused_by_name():

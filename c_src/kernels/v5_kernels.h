@@ -25,6 +25,7 @@ void okpu_v5_k_binary(const okpu_v5_binary_args *a);
 void okpu_v5_k_resize(const okpu_v5_resize_args *a);
 void okpu_v5_k_matmul(const okpu_v5_matmul_args *a);
 void okpu_v5_k_convert(const okpu_v5_convert_args *a);
+uint32_t okpu_v5_convert_bytes(uint32_t dt); /* bytes of a CONVERT element type (the front-end checked dt) */
 void okpu_v5_k_lut(const okpu_v5_lut_args *a);
 void okpu_v5_k_unary(const okpu_v5_unary_args *a);
 void okpu_v5_k_arg(const okpu_v5_arg_args *a);

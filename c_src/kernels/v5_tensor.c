@@ -563,10 +563,15 @@ static void cv_store(uint8_t *p, uint32_t dt, double v)
     }
 }
 
-void okpu_v5_k_convert(const okpu_v5_convert_args *a)
+uint32_t okpu_v5_convert_bytes(uint32_t dt)
 {
     static const uint8_t size[10] = {1, 2, 4, 0, 1, 2, 4, 0, 0, 4};
-    const int64_t ie = size[a->in_dt], oe = size[a->out_dt];
+    return dt < 10u ? size[dt] : 0u;
+}
+
+void okpu_v5_k_convert(const okpu_v5_convert_args *a)
+{
+    const int64_t ie = okpu_v5_convert_bytes(a->in_dt), oe = okpu_v5_convert_bytes(a->out_dt);
     ND_WALK(&a->nd, cv_store(a->dst + di_ * oe, a->out_dt, cv_load(a->src + si_ * ie, a->in_dt)));
 }
 

@@ -213,9 +213,70 @@ int okpu_step_v5_binary(const okpu_run_ctx *ctx, const void *args, okpu_error *e
     return OKPU_OK;
 }
 OKPU_DEFINE_STEP(okpu_step_v5_lut, okpu_v5_lut_args, okpu_v5_k_lut(a))
-OKPU_DEFINE_STEP(okpu_step_v5_resize, okpu_v5_resize_args, okpu_v5_k_resize(a))
+/* RESIZE_IMAGE by channels (by batches when there are several): each output plane reads its input plane alone. */
+static void resize_part(const void *args, size_t first, size_t end)
+{
+    okpu_v5_resize_args part = *(const okpu_v5_resize_args *)args;
+    const int k = part.n > 1u ? 0 : 1; /* the axis split */
+    const int64_t es = part.is_u8 ? 1 : 4;
+
+    part.src += (int64_t)first * part.in_stride[k] * es;
+    part.dst += (int64_t)first * part.out_stride[k] * es;
+    if (k == 0)
+        part.n = (uint32_t)(end - first);
+    else
+        part.c = (uint32_t)(end - first);
+    okpu_v5_k_resize(&part);
+}
+
+/* An output element of RESIZE_IMAGE (its source coordinates in float, four taps when bilinear) costs about four of
+ * quantize. */
+#define RESIZE_COST 4u
+
+int okpu_step_v5_resize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v5_resize_args *a = (const okpu_v5_resize_args *)args;
+    const uint32_t in_shape[4] = {a->n, a->c, a->ih, a->iw}, out_shape[4] = {a->n, a->c, a->oh, a->ow};
+    const uint32_t k = a->n > 1u ? 0u : 1u;
+    const size_t es = a->is_u8 ? 1u : 4u;
+    (void)err;
+    if (!parts_apart(out_shape, a->out_stride, 4, k) || a->ih == 0u || a->iw == 0u ||
+        !okpu_v5_apart(4, in_shape, a->in_stride, a->src, es, out_shape, a->out_stride, a->dst, es)) {
+        okpu_v5_k_resize(a);
+        return OKPU_OK;
+    }
+    okpu_step_parallel(ctx, out_shape[k], elements_after(out_shape, 4, k) * RESIZE_COST, 1, resize_part, a);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v5_matmul, okpu_v5_matmul_args, okpu_v5_k_matmul(a))
-OKPU_DEFINE_STEP(okpu_step_v5_convert, okpu_v5_convert_args, okpu_v5_k_convert(a))
+
+/* CONVERT: the elements are independent. */
+static void convert_part(const void *args, size_t first, size_t end)
+{
+    okpu_v5_convert_args part = *(const okpu_v5_convert_args *)args;
+    const uint32_t k = nd_split_axis(&part.nd);
+
+    part.src += (int64_t)first * part.nd.in_stride[k] * (int64_t)okpu_v5_convert_bytes(part.in_dt);
+    part.dst += (int64_t)first * part.nd.out_stride[k] * (int64_t)okpu_v5_convert_bytes(part.out_dt);
+    part.nd.shape[k] = (uint32_t)(end - first);
+    okpu_v5_k_convert(&part);
+}
+
+int okpu_step_v5_convert(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v5_convert_args *a = (const okpu_v5_convert_args *)args;
+    const okpu_v5_nd *nd = &a->nd;
+    const uint32_t k = nd_split_axis(nd);
+    (void)err;
+    if (!nd->rank || nd->shape[k] < 2u || !parts_apart(nd->shape, nd->out_stride, nd->rank, k) ||
+        !apart(nd->shape, nd->rank, nd->in_stride, a->src, okpu_v5_convert_bytes(a->in_dt), nd->out_stride, a->dst,
+               okpu_v5_convert_bytes(a->out_dt))) {
+        okpu_v5_k_convert(a);
+        return OKPU_OK;
+    }
+    okpu_step_parallel(ctx, nd->shape[k], elements_after(nd->shape, nd->rank, k), 1, convert_part, a);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v5_unary, okpu_v5_unary_args, okpu_v5_k_unary(a))
 OKPU_DEFINE_STEP(okpu_step_v5_arg, okpu_v5_arg_args, okpu_v5_k_arg(a))
 
