@@ -203,6 +203,22 @@ def test_dequantize_matches_numpy(qdt):
     assert np.array_equal(out_array(raw, F32, x.shape), want)
 
 
+@pytest.mark.parametrize("qdt", [U8, I8])
+def test_dequantize_strided_view_matches_numpy(qdt):
+    """An NHWC buffer read as NCHW (the walk, not the dense loop): every byte value once."""
+    xb = RNG.permutation(256).astype(np.uint8).astype(NP[qdt])
+    scale, bias = np.float32(-0.0173), np.float32(2.25)
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, [1, 4, 8, 8]), c.shape(1, [256, 1, 32, 4]), c.shape(2, strides([1, 4, 8, 8]))
+    c.r4(scale), c.r4(bias)
+    c.tensor(0x0B, bytes([qdt, F32, 0, 1, 2]))
+    _, raw = run(v5_file(c.b, U8, [1, 8, 8, 4], F32, [1, 4, 8, 8]), xb.reshape(1, 8, 8, 4))
+    x = xb.reshape(1, 8, 8, 4).transpose(0, 3, 1, 2)
+    want = (x.astype(np.float32) * scale).astype(np.float32) + bias
+    assert np.array_equal(out_array(raw, F32, x.shape), want)
+
+
 def test_pad_constant_with_crop_matches_numpy():
     x = RNG.integers(0, 256, (1, 2, 5, 6), dtype=np.uint8)
     pads = [(0, 0), (1, 2), (2, -1), (-2, 3)]

@@ -196,13 +196,28 @@ void okpu_v5_k_quantize(const okpu_v5_quant_args *a)
     ND_WALK(&a->nd, a->dst[di_] = quantize1(ld_f32(a->src + si_ * 4), a->scale, a->bias, lo, hi));
 }
 
+/* An element's value depends on its byte alone: the 256 values are computed once as each element's would be (the
+ * product rounded on its own, then the add), then looked up. */
 void okpu_v5_k_dequantize(const okpu_v5_quant_args *a)
 {
-    ND_WALK(&a->nd, {
-        int q = a->qtype == OKPU_V5_DT_I8 ? (int)(int8_t)a->src[si_] : (int)a->src[si_];
-        float prod = (float)q * a->scale; /* rounded on its own, then the add */
-        st_f32(a->dst + di_ * 4, prod + a->bias);
-    });
+    float table[256];
+    int b;
+
+    for (b = 0; b < 256; b++) {
+        const int q = a->qtype == OKPU_V5_DT_I8 ? (int)(int8_t)(uint8_t)b : b;
+        const float prod = (float)q * a->scale;
+        table[b] = prod + a->bias;
+    }
+    if (nd_dense(&a->nd)) {
+        size_t n = 1, i;
+        uint32_t r;
+        for (r = 0; r < a->nd.rank; r++)
+            n *= a->nd.shape[r];
+        for (i = 0; i < n; i++)
+            st_f32(a->dst + i * 4u, table[a->src[i]]);
+        return;
+    }
+    ND_WALK(&a->nd, st_f32(a->dst + di_ * 4, table[a->src[si_]]));
 }
 
 void okpu_v5_k_pad(const okpu_v5_pad_args *a)
