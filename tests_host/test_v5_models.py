@@ -138,13 +138,15 @@ def test_slice_with_steps_matches_numpy():
     assert np.array_equal(out_array(raw, U8, want.shape), want)
 
 
-def test_transpose_matches_numpy():
-    x = RNG.integers(0, 256, (1, 3, 4, 5), dtype=np.uint8)
+@pytest.mark.parametrize("dt", [U8, F32])  # (elements copied one by one, of 1 and 4 bytes)
+def test_transpose_matches_numpy(dt):
+    x = (RNG.integers(0, 256, (1, 3, 4, 5), dtype=np.uint8) if dt == U8 else
+         RNG.standard_normal((1, 3, 4, 5)).astype(np.float32))
     want = x.transpose(0, 2, 3, 1)
     code = copy_like(0x24, [1, 3, 4, 5], strides([1, 3, 4, 5]), list(want.shape), bytes([3]), [(3, [0, 2, 3, 1])],
-                     dt=U8)
-    _, raw = run(v5_file(code, U8, [1, 3, 4, 5], U8, list(want.shape)), x)
-    assert np.array_equal(out_array(raw, U8, want.shape), want)
+                     dt=dt)
+    _, raw = run(v5_file(code, dt, [1, 3, 4, 5], dt, list(want.shape)), x)
+    assert np.array_equal(out_array(raw, dt, want.shape), want)
 
 
 @pytest.mark.parametrize("qdt", [U8, I8])
