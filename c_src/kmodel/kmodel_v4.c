@@ -1318,6 +1318,10 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
     a->batches = (uint32_t)batches;
     a->main_out = a->job.main_out;
     a->main_out_stride = (size_t)map_out;
+    a->job.batches = a->batches;
+    a->job.in_rows = a->in_rows;
+    a->job.out_rows = a->out_rows;
+    a->job.main_out_stride = a->main_out_stride;
     okpu_model_touch_kpu_rows(cx->m, k->image_src_addr, a->in_rows * (uint32_t)batches);
     okpu_model_touch_kpu_rows(cx->m, k->image_dst_addr, a->out_rows * (uint32_t)batches);
     n->t.dtype = OKPU_DTYPE_U8;

@@ -294,6 +294,9 @@ static int conv2d(k210_call *k, const uint8_t *p)
         a->batches = batches;
         a->in_rows = in_rows;
         a->out_rows = out_rows;
+        a->job.batches = batches;
+        a->job.in_rows = in_rows;
+        a->job.out_rows = out_rows;
         map_out = (uint64_t)args.out_channels * args.out_height * args.out_width;
         nchw[0] = batches, nchw[1] = args.out_channels, nchw[2] = args.out_height, nchw[3] = args.out_width;
         set_out(cx, batches == 1 ? OKPU_MEM_KPU : OKPU_MEM_NONE, args.image_dst_addr, OKPU_DTYPE_U8, nchw,

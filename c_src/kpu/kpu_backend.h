@@ -17,6 +17,11 @@ typedef struct okpu_kpu_layer_job {
     int eight_bit;           /* 1: 8-bit weights, 0: 16-bit */
     uint8_t *main_out;       /* NULL, or where the output is also copied densely (dma_total_byte + 1 bytes) */
     int layer;               /* index in the model, for messages */
+    /* A step that runs the layer over several maps (kmodel v4 batches: batch b reads rows image_src_addr + b x
+     * in_rows, writes image_dst_addr + b x out_rows and main_out + b x main_out_stride): their count (0 or 1: one
+     * map), told to prepare and run_batches. */
+    uint32_t batches, in_rows, out_rows;
+    size_t main_out_stride;
 } okpu_kpu_layer_job;
 
 typedef struct okpu_kpu_backend okpu_kpu_backend;
@@ -27,6 +32,8 @@ struct okpu_kpu_backend {
     /* Called at load for every layer the model will run (NULL: nothing to prepare): a backend that needs working
      * memory for a layer takes it here, so that running cannot fail for lack of memory. */
     int (*prepare)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
+    /* The job's batches (job->batches >= 2), in any order or at once (NULL: the step runs them one after another). */
+    int (*run_batches)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
     size_t scratch_bytes; /* working memory the backend holds (prepare), for the memory report */
     void (*destroy)(okpu_kpu_backend *self);
     okpu_workers *workers; /* the backend's threads, which CPU steps may share between its layers (NULL: none) */

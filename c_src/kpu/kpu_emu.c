@@ -127,18 +127,18 @@ static int layer_workers(const okpu_kpu_emu *e, const okpu_kpu_args *a)
 /* Does a shared non-depthwise layer sum its x-offset plane from one part per worker (each adding the input channels it
  * loaded, see input_task)? With fewer input channels than tasks (an image's three) the parts would cost more than
  * they save: the plane is then computed after the load, in bands of rows (x_term_band). */
-static int x_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a)
+static int x_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int sets)
 {
-    return !a->depthwise && layer_workers(e, a) > 1 && a->in_channels >= (uint32_t)e->nworkers * TASKS_PER_WORKER;
+    return !a->depthwise && sets > 1 && a->in_channels >= (uint32_t)e->nworkers * TASKS_PER_WORKER;
 }
 
-/* Bytes of each part for the layer `a` (8-aligned, 0 for the fast path's parts on the reference path and for the
- * x-offset part the layer does not use) and the block's size: the shared parts plus layer_workers sets of worker
- * parts.
+/* Bytes of each part for the layer `a` split over `sets` workers (8-aligned, 0 for the fast path's parts on the
+ * reference path and for the x-offset part the layer does not use) and the block's size: the shared parts plus `sets`
+ * sets of worker parts.
  * okpu_kpu_args_check bounds every factor (the maps fit the 2 MiB KPU RAM, x_table has 9 * 255 + 1 entries); the checked
  * products keep that an explicit limit rather than an assumption. */
-static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, uint64_t part[PART_COUNT], uint64_t *total,
-                         okpu_error *err)
+static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int sets, int layer, uint64_t part[PART_COUNT],
+                         uint64_t *total, okpu_error *err)
 {
     const uint64_t k = okpu_kpu_kernel_size(a), pad = k / 2u, w = a->in_width, h = a->in_height;
     uint64_t plane, n, per_worker = 0;
@@ -157,7 +157,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
     bad |= okpu_mul3(a->out_width, a->out_height, a->out_channels, OKPU_SIZE_LIMIT, &part[PART_OUT]);
     if (!e->reference) {
         bad |= okpu_mul_ovf(n, sizeof(int64_t), OKPU_SIZE_LIMIT, &part[a->depthwise ? PART_WX_TERM : PART_X_TERM]);
-        if (x_parts(e, a))
+        if (x_parts(e, a, sets))
             part[PART_WX_TERM] = part[PART_X_TERM]; /* each worker's part of the x-offset plane */
         part[PART_X_TABLE] = (k * k * 255u + 1u) * sizeof(int64_t);
         bad |= okpu_mul_ovf(n, sizeof(uint64_t), OKPU_SIZE_LIMIT, &part[PART_ACC]);
@@ -184,7 +184,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int laye
             bad |= okpu_add_ovf(per_worker, part[i], OKPU_SIZE_LIMIT, &per_worker);
     }
     bad |= bad ? 0 : okpu_add_ovf(per_worker, WORKER_GAP, OKPU_SIZE_LIMIT, &per_worker);
-    bad |= bad ? 0 : okpu_mul_ovf(per_worker, (uint64_t)layer_workers(e, a), OKPU_SIZE_LIMIT, &per_worker);
+    bad |= bad ? 0 : okpu_mul_ovf(per_worker, (uint64_t)sets, OKPU_SIZE_LIMIT, &per_worker);
     bad |= bad ? 0 : okpu_add_ovf(*total, per_worker - WORKER_GAP, OKPU_SIZE_LIMIT, total);
     if (bad || *total > (uint64_t)(size_t)-1)
         return okpu_fail(err, OKPU_ERR_PARAM, layer, -1,
@@ -345,15 +345,50 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     return OKPU_OK;
 }
 
+/* ---- Batches ----
+ * A step that runs one layer over several maps (kmodel v4 batches: RFB's dilated convolutions run 4, 9 and 25 small
+ * maps) gives each worker whole maps when there are at least as many as workers and what the batches read in KPU RAM
+ * misses what they write: each map is then the layer on one worker, with a block of its own (the shared parts and one
+ * set of worker parts), instead of a map at a time split over the workers (a 10x8 map's channels are too few to share:
+ * 25 of them ran on one thread). */
+static int batches_apart(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
+{
+    const okpu_kpu_args *a = &job->args;
+    const uint64_t in_end = (uint64_t)a->image_src_addr + (uint64_t)job->in_rows * job->batches;
+    const uint64_t out_end = (uint64_t)a->image_dst_addr + (uint64_t)job->out_rows * job->batches;
+
+    return e->nworkers > 1 && job->batches >= (uint32_t)e->nworkers &&
+           job->in_rows >= okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels) &&
+           job->out_rows >= okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels) &&
+           (!job->main_out || job->main_out_stride >= (size_t)a->out_width * a->out_height * a->out_channels) &&
+           (in_end <= a->image_dst_addr || out_end <= a->image_src_addr);
+}
+
+/* The block a job needs: its layer split as usual, or one whole set per worker when its batches run apart. */
+static int job_scratch(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint64_t *total, okpu_error *err)
+{
+    uint64_t part[PART_COUNT], one;
+    int rc = scratch_parts(e, &job->args, layer_workers(e, &job->args), job->layer, part, total, err);
+
+    if (rc != OKPU_OK || !batches_apart(e, job))
+        return rc;
+    if ((rc = scratch_parts(e, &job->args, 1, job->layer, part, &one, err)) != OKPU_OK)
+        return rc;
+    /* (nworkers <= 64 blocks of at most OKPU_SIZE_LIMIT: no overflow in 64 bits) */
+    one = (one + WORKER_GAP) * (uint64_t)e->nworkers;
+    if (one > *total)
+        *total = one;
+    return OKPU_OK;
+}
+
 static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
 {
     okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
-    uint64_t part[PART_COUNT], total;
+    uint64_t total;
     int rc;
 
     if ((rc = okpu_kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK ||
-        (rc = scratch_parts(e, &job->args, job->layer, part, &total, err)) != OKPU_OK ||
-        (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
+        (rc = job_scratch(e, job, &total, err)) != OKPU_OK || (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
         return rc;
     return e->reference ? OKPU_OK : w_terms_prepare(e, job, err);
 }
@@ -553,11 +588,11 @@ static void x_sum_task(void *ctx, int worker, uint32_t task)
 }
 
 /* Items per task when a layer's `n` input channels, output channels or rows are shared out. */
-static uint32_t items_per_task(const okpu_kpu_emu *e, const emu_layer *L, uint32_t n)
+static uint32_t items_per_task(const okpu_kpu_emu *e, int sets, uint32_t n)
 {
     uint32_t tasks;
 
-    if (layer_workers(e, L->a) < 2)
+    if (sets < 2)
         return e->split_all ? 1u : n;
     if (e->split_all)
         return 1;
@@ -601,9 +636,28 @@ static void x_term_band(void *ctx, int worker, uint32_t task)
     okpu_emu_x_term_finish(&band, x, 0, n);
 }
 
-static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
+/* The checks a job passes before it runs, and its block reserved (a job no prepare covered: see "Working memory"). */
+static int job_ready(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_error *err)
 {
-    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    uint64_t total;
+    int rc;
+
+    if ((rc = okpu_kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK)
+        return rc;
+    if (!job->weights || !job->bn || !job->act)
+        return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
+                         "layer %d: KPU job without %s (the loader must point weights, bn and act into the model)",
+                         job->layer, !job->weights ? "weights" : !job->bn ? "a BN table" : "an activation table");
+    if ((rc = job_scratch(e, job, &total, err)) != OKPU_OK)
+        return rc;
+    return total > e->scratch_size ? reserve_scratch(e, total, job->layer, err) : OKPU_OK;
+}
+
+/* Run a ready job's layer (one map) with the block at `block`, split over `sets` workers (the worker records
+ * workers[0 .. sets)) on `pool` (NULL: the calling thread alone). */
+static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *block, int sets, emu_worker *workers,
+                    okpu_workers *pool)
+{
     const okpu_kpu_args *a = &job->args;
     okpu_kpu_args picked;
     emu_layer L;
@@ -612,27 +666,17 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     uint8_t *at[PART_COUNT], *next;
     uint64_t part[PART_COUNT], total;
     uint32_t s;
-    int rc, i, k, sets;
+    int i, k;
 
-    if ((rc = okpu_kpu_args_check(a, job->layer, -1, err)) != OKPU_OK)
-        return rc;
-    if (!job->weights || !job->bn || !job->act)
-        return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
-                         "layer %d: KPU job without %s (the loader must point weights, bn and act into the model)",
-                         job->layer, !job->weights ? "weights" : !job->bn ? "a BN table" : "an activation table");
-    if ((rc = scratch_parts(e, a, job->layer, part, &total, err)) != OKPU_OK)
-        return rc;
-    if (total > e->scratch_size && (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
-        return rc; /* a job no prepare covered: see "Working memory" */
+    (void)scratch_parts(e, a, sets, job->layer, part, &total, NULL); /* (job_ready computed the same) */
     /* A part the layer does not use is NULL rather than an alias of the next one. */
-    next = e->scratch;
+    next = block;
     for (i = 0; i < PART_FIRST_WORKER; i++) {
         at[i] = part[i] ? next : NULL;
         next += part[i];
     }
-    sets = layer_workers(e, a);
     for (k = 0; k < sets; k++) {
-        emu_worker *W = &e->worker[k];
+        emu_worker *W = &workers[k];
         if (k)
             next += WORKER_GAP;
         for (i = PART_FIRST_WORKER; i < PART_COUNT; i++) {
@@ -685,12 +729,12 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
 
     memset(&T, 0, sizeof T);
     T.L = &L;
-    T.worker = e->worker;
+    T.worker = workers;
     T.out = at[PART_OUT];
-    T.ram = self->ram;
+    T.ram = e->base.ram;
     T.planes = at[PART_IN];
     T.main_out = job->main_out;
-    T.per_task = items_per_task(e, &L, L.oc);
+    T.per_task = items_per_task(e, sets, L.oc);
     /* Whole quads: a quad split between tasks is computed by each (a layer of 8 channels split one channel a task
      * computed each quad four times). OKPU_EMU_SPLIT_ALL keeps one channel a task, to test those boundaries. */
     if (!e->reference && okpu_emu_by_quads(&L) && !e->split_all)
@@ -730,38 +774,102 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
         x_mode = e->reference || a->depthwise || L.folded ? X_NONE /* folded: the terms are in the weights */
                  : a->arg_x == 0              ? X_ZERO
                  : sets < 2                   ? X_DIRECT
-                 : x_parts(e, a)              ? X_PARTS
+                 : x_parts(e, a, sets)        ? X_PARTS
                                               : X_BANDS;
-        IT.ram = self->ram;
+        IT.ram = e->base.ram;
         IT.planes = at[PART_IN];
         IT.L = &L;
         IT.S = x_mode == X_DIRECT || x_mode == X_PARTS ? &S : NULL;
-        IT.worker = e->worker;
-        IT.per_task = items_per_task(e, &L, L.ic);
+        IT.worker = workers;
+        IT.per_task = items_per_task(e, sets, L.ic);
         IT.parts = x_mode == X_PARTS;
         if (x_mode == X_ZERO || x_mode == X_DIRECT)
             memset(S.x_term, 0, n * sizeof *S.x_term);
-        okpu_workers_run(e->pool, (L.ic + IT.per_task - 1u) / IT.per_task, input_task, &IT);
+        okpu_workers_run(pool, (L.ic + IT.per_task - 1u) / IT.per_task, input_task, &IT);
         if (x_mode == X_PARTS) {
             x_sum_tasks XT;
             const uint32_t tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
             XT.L = &L;
             XT.S = &S;
-            XT.worker = e->worker;
+            XT.worker = workers;
             XT.nworkers = sets;
             XT.per_task = (n + tasks - 1u) / tasks; /* (not one pixel a task under OKPU_EMU_SPLIT_ALL) */
-            okpu_workers_run(e->pool, (uint32_t)((n + XT.per_task - 1u) / XT.per_task), x_sum_task, &XT);
+            okpu_workers_run(pool, (uint32_t)((n + XT.per_task - 1u) / XT.per_task), x_sum_task, &XT);
         } else if (x_mode == X_BANDS) {
             x_term_bands B;
             B.L = &L;
             B.S = &S;
-            B.rows = items_per_task(e, &L, L.h);
-            okpu_workers_run(e->pool, (L.h + B.rows - 1u) / B.rows, x_term_band, &B);
+            B.rows = items_per_task(e, sets, L.h);
+            okpu_workers_run(pool, (L.h + B.rows - 1u) / B.rows, x_term_band, &B);
         } else if (x_mode == X_DIRECT) {
             okpu_emu_x_term_finish(&L, S.x_term, 0, n);
         }
     }
-    okpu_workers_run(e->pool, (L.oc + T.per_task - 1u) / T.per_task, channel_task, &T);
+    okpu_workers_run(pool, (L.oc + T.per_task - 1u) / T.per_task, channel_task, &T);
+}
+
+static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
+{
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    int rc = job_ready(e, job, err);
+
+    if (rc == OKPU_OK)
+        run_job(e, job, e->scratch, layer_workers(e, &job->args), e->worker, e->pool);
+    return rc;
+}
+
+/* Batch b of a job: its rows in KPU RAM and its part of main memory (kmodel v4's layout of batches). */
+static void batch_job(const okpu_kpu_layer_job *job, uint32_t b, okpu_kpu_layer_job *out)
+{
+    *out = *job;
+    out->args.image_src_addr = job->args.image_src_addr + b * job->in_rows;
+    out->args.image_dst_addr = job->args.image_dst_addr + b * job->out_rows;
+    out->main_out = job->main_out ? job->main_out + (size_t)b * job->main_out_stride : NULL;
+    out->batches = 1;
+}
+
+typedef struct batch_tasks {
+    okpu_kpu_emu *e;
+    const okpu_kpu_layer_job *job;
+    size_t block; /* bytes of each worker's block */
+} batch_tasks;
+
+static void batch_task(void *ctx, int worker, uint32_t b)
+{
+    const batch_tasks *B = ctx;
+    okpu_kpu_layer_job one;
+
+    batch_job(B->job, b, &one);
+    run_job(B->e, &one, B->e->scratch + (size_t)worker * B->block, 1, &B->e->worker[worker], NULL);
+}
+
+/* (The decoded arguments are what the emulator runs: the raw words' addresses, the first batch's, go unread.) */
+static int emu_run_batches(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
+{
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    okpu_kpu_layer_job one;
+    uint64_t part[PART_COUNT], total;
+    uint32_t b;
+    int rc = job_ready(e, job, err);
+
+    if (rc != OKPU_OK)
+        return rc;
+    batch_job(job, job->batches - 1u, &one); /* (the first batch's rows were checked, the last's are checked here) */
+    if ((rc = okpu_kpu_args_check(&one.args, job->layer, -1, err)) != OKPU_OK)
+        return rc;
+    if (batches_apart(e, job)) {
+        batch_tasks B;
+        (void)scratch_parts(e, &job->args, 1, job->layer, part, &total, NULL);
+        B.e = e;
+        B.job = job;
+        B.block = (size_t)total + WORKER_GAP; /* (job_scratch reserved nworkers of them) */
+        okpu_workers_run(e->pool, job->batches, batch_task, &B);
+        return OKPU_OK;
+    }
+    for (b = 0; b < job->batches; b++) {
+        batch_job(job, b, &one);
+        run_job(e, &one, e->scratch, layer_workers(e, &job->args), e->worker, e->pool);
+    }
     return OKPU_OK;
 }
 
@@ -824,6 +932,7 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
 #endif
     e->base.name = reference ? "emulator (reference conv)" : "emulator";
     e->base.run_layer = emu_run_layer;
+    e->base.run_batches = emu_run_batches;
     e->base.prepare = emu_prepare;
     e->base.destroy = emu_destroy;
     e->nworkers = 1;

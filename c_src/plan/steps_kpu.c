@@ -11,6 +11,8 @@ int okpu_step_kpu_conv(const okpu_run_ctx *ctx, const void *args, okpu_error *er
     const okpu_kpu_conv_args *a = (const okpu_kpu_conv_args *)args;
     uint8_t raw[KPU_ARGS_BYTES];
     uint32_t b;
+    if (a->batches > 1u && ctx->kpu->run_batches)
+        return ctx->kpu->run_batches(ctx->kpu, &a->job, err);
     memcpy(raw, a->job.raw_args, KPU_ARGS_BYTES);
     for (b = 0; b < a->batches; b++) {
         okpu_kpu_layer_job job = a->job;
