@@ -1150,7 +1150,9 @@ static void test_model_allocations(void)
     static const char *const real[] = {
         "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "yolo2_voc20_v3_nncase_rc5/yolo.kmodel",
         "yolo2_voc20_v4_nncase/yolo.kmodel", "mnist_v3_maixpy/mnist.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel",
-        "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel"};
+        "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel",
+        "ulffd_face_v4_nncase/RFB-320.kmodel", /* (batches: each worker's block for whole maps taken at load) */
+        "kmodel_v5_nncase/yolox_nano_224.kmodel"};
     const char *root = getenv("OPENKPU_TESTDATA");
     char path[512];
     size_t i;
