@@ -849,17 +849,22 @@ void okpu_emu_pack_quad(const emu_layer *L, uint32_t quad, uint32_t *dst)
 void okpu_emu_pair_offsets(const emu_layer *L, uint32_t *off)
 {
     const uint32_t items = L->g_ic * L->kk, pairs = okpu_emu_pairs(L);
-    uint32_t t;
+    uint32_t pos[9], c, p, t = 0; /* (the offsets within a channel's plane: one division per kernel position, not per
+                                   * tap; this runs at every layer of every forward pass) */
 
-    for (t = 0; t < 2u * pairs; t++) {
-        const uint32_t item = t < items ? t : items - 1u, pos = item % L->kk, dy = pos / L->k;
-        const uint32_t col = L->pick_x0 + pos % L->k; /* a picked 3x3 layer: the tap's column from the picked one */
+    for (p = 0; p < L->kk; p++) {
+        const uint32_t dy = p / L->k;
+        const uint32_t col = L->pick_x0 + p % L->k; /* a picked 3x3 layer: the tap's column from the picked one */
         if (L->pick_step && L->k == 3)
-            off[t] = (uint32_t)((size_t)(item / L->kk) * L->plane + (col % L->pick_step) * L->phase_plane +
-                                (size_t)dy * L->phase_pitch + col / L->pick_step);
+            pos[p] = (uint32_t)((col % L->pick_step) * L->phase_plane + (size_t)dy * L->phase_pitch + col / L->pick_step);
         else
-            off[t] = (uint32_t)((size_t)(item / L->kk) * L->plane + dy * L->pitch + pos % L->k);
+            pos[p] = dy * L->pitch + p % L->k;
     }
+    for (c = 0; c < L->g_ic; c++)
+        for (p = 0; p < L->kk; p++)
+            off[t++] = (uint32_t)((size_t)c * L->plane + pos[p]);
+    for (; t < 2u * pairs; t++) /* a last odd tap is paired with itself */
+        off[t] = off[items - 1u];
 }
 
 /* acc[k * stride + x] = channel k's sum at pixel x, for x in [0, n). */
