@@ -145,6 +145,20 @@ def test_quantized_binary_broadcast_blocks(mode):
                 assert np.frombuffer(out, np.uint8).tolist() == want.ravel().tolist(), (op, mode, sa, sb, threads)
 
 
+def test_binary_out_wider_than_the_broadcast_is_refused():
+    # a and b both 1 on the last axis, out 8 there: no element of out beyond the broadcast's would be written, and
+    # which stale bytes stayed would depend on the thread count
+    sa = sb = (1, 1, 64, 1)
+    so = (1, 1, 64, 8)
+    p = (-120, 1717986918, 30, -7, 1288490189, 29, 100, 1431655765, 31)
+    node = kw.quantized_binary(mr(MAIN, U8, 0, 64), mr(MAIN, U8, 64, 64), mr(MAIN, U8, 128, 512), 0, sa, sb, so, *p)
+    with pytest.raises(ValueError) as e:
+        run_model([node], bytes(128), U8, [mr(MAIN, U8, 128, 512)], 640)
+    msg = str(e.value)
+    assert "out_shape [1,1,64,8] is not the broadcast of a [1,1,64,1] and b [1,1,64,1]" in msg
+    assert "dimension 3 is 8" in msg and "node 0 (quantized_binary" in msg
+
+
 def test_concat_bytes():
     x = RNG.integers(0, 256, 2 * 3 * 4 + 2 * 5 * 4, dtype=np.uint8)
     inner, outer, dims = 4, 2, [3, 5]

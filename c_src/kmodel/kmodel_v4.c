@@ -519,6 +519,16 @@ static int binary_head(v4_cx *cx, v4_node *n, int quant, okpu_v4_binary_args *a)
                          (long)a->sa[0], (long)a->sa[1], (long)a->sa[2], (long)a->sa[3], (long)a->sb[0],
                          (long)a->sb[1], (long)a->sb[2], (long)a->sb[3], (long)a->so[0], (long)a->so[1],
                          (long)a->so[2], (long)a->so[3]);
+    /* and out is their broadcast, no wider (the kernels write the broadcast's elements: a wider out would keep bytes
+     * from before the op, and which ones would depend on how the threads split it) */
+    for (i = 0; i < 4; i++)
+        if (a->so[i] != (a->sa[i] > a->sb[i] ? a->sa[i] : a->sb[i]))
+            return nfail(cx,
+                         "out_shape [%ld,%ld,%ld,%ld] is not the broadcast of a [%ld,%ld,%ld,%ld] and b [%ld,%ld,%ld,%ld]: "
+                         "dimension %d is %ld where both inputs have 1",
+                         (long)a->so[0], (long)a->so[1], (long)a->so[2], (long)a->so[3], (long)a->sa[0],
+                         (long)a->sa[1], (long)a->sa[2], (long)a->sa[3], (long)a->sb[0], (long)a->sb[1],
+                         (long)a->sb[2], (long)a->sb[3], i, (long)a->so[i]);
     OKPU_TRY(mr_at(cx, at, &n->in, "input_a", IN_TYPES, dt, ca * es));
     OKPU_TRY(mr_at(cx, at + 16, &n->in2, "input_b", IN_TYPES, dt, cb * es));
     OKPU_TRY(mr_at(cx, at + 32, &n->out, "output", OUT_TYPES, dt, co * es));

@@ -513,7 +513,8 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
     if (rc != OKPU_OK)
         return rc;
     ctx.kpu = m->kpu;
-    okpu_workers_wake(m->kpu ? m->kpu->workers : NULL); /* awake by the first split, not woken by it */
+    if (m->kpu && m->kpu->wakes_workers)
+        okpu_workers_wake(m->kpu->workers); /* awake by the first split, not woken by it */
     for (i = 0; i < n_layers; i++) {
         const okpu_step *s = &m->layers[i].step;
         ctx.layer = i;

@@ -37,6 +37,7 @@ struct okpu_kpu_backend {
     size_t scratch_bytes; /* working memory the backend holds (prepare), for the memory report */
     void (*destroy)(okpu_kpu_backend *self);
     okpu_workers *workers; /* the backend's threads, which CPU steps may share between its layers (NULL: none) */
+    int wakes_workers;     /* prepare saw a layer it shares among them: a forward pass wakes them as it starts */
 };
 
 /* The bit-exact software KPU. Allocates its 2 MiB RAM through opts->allocator. NULL + err on failure. */

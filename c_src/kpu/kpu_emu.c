@@ -374,8 +374,10 @@ static int job_scratch(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uin
         return rc;
     if ((rc = scratch_parts(e, &job->args, 1, job->layer, part, &one, err)) != OKPU_OK)
         return rc;
-    /* (nworkers <= 64 blocks of at most OKPU_SIZE_LIMIT: no overflow in 64 bits) */
-    one = (one + WORKER_GAP) * (uint64_t)e->nworkers;
+    if (okpu_mul_ovf(one + WORKER_GAP, (uint64_t)e->nworkers, OKPU_SIZE_LIMIT, &one) || one > (uint64_t)(size_t)-1)
+        return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
+                         "layer %d: the KPU emulator's work areas for %lu batches on %d workers do not fit in memory",
+                         job->layer, (unsigned long)job->batches, e->nworkers);
     if (one > *total)
         *total = one;
     return OKPU_OK;
@@ -390,6 +392,8 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
     if ((rc = okpu_kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK ||
         (rc = job_scratch(e, job, &total, err)) != OKPU_OK || (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
         return rc;
+    if (layer_workers(e, &job->args) > 1 || batches_apart(e, job))
+        e->base.wakes_workers = 1;
     return e->reference ? OKPU_OK : w_terms_prepare(e, job, err);
 }
 
@@ -850,13 +854,21 @@ static int emu_run_batches(okpu_kpu_backend *self, const okpu_kpu_layer_job *job
     okpu_kpu_layer_job one;
     uint64_t part[PART_COUNT], total;
     uint32_t b;
-    int rc = job_ready(e, job, err);
+    int rc;
 
-    if (rc != OKPU_OK)
+    if (job->batches < 2u)
+        return emu_run_layer(self, job, err);
+    if ((rc = job_ready(e, job, err)) != OKPU_OK)
         return rc;
-    batch_job(job, job->batches - 1u, &one); /* (the first batch's rows were checked, the last's are checked here) */
-    if ((rc = okpu_kpu_args_check(&one.args, job->layer, -1, err)) != OKPU_OK)
-        return rc;
+    /* (the loaders check every batch's rows: a job built by hand is checked here too) */
+    if ((uint64_t)job->args.image_src_addr + (uint64_t)job->in_rows * job->batches > OKPU_KPU_RAM_ROWS ||
+        (uint64_t)job->args.image_dst_addr + (uint64_t)job->out_rows * job->batches > OKPU_KPU_RAM_ROWS)
+        return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
+                         "layer %d: %lu batches of %lu input rows from row %lu or %lu output rows from row %lu run "
+                         "past the %u rows of KPU RAM",
+                         job->layer, (unsigned long)job->batches, (unsigned long)job->in_rows,
+                         (unsigned long)job->args.image_src_addr, (unsigned long)job->out_rows,
+                         (unsigned long)job->args.image_dst_addr, (unsigned)OKPU_KPU_RAM_ROWS);
     if (batches_apart(e, job)) {
         batch_tasks B;
         (void)scratch_parts(e, &job->args, 1, job->layer, part, &total, NULL);

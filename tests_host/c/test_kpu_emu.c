@@ -915,6 +915,14 @@ static void test_backend_and_errors(void)
     t.job.weights = NULL;
     rc = b->run_layer(b, &t.job, &err);
     CHECK(rc == OKPU_ERR_PARAM && strstr(err.message, "weights"), "job without weights: %d %s", rc, err.message);
+    /* batches built by hand whose rows run past KPU RAM (the loaders refuse such files; the backend checks too) */
+    layer_job(&t);
+    t.job.batches = 3;
+    t.job.in_rows = 20000;
+    t.job.out_rows = 4;
+    rc = b->run_batches(b, &t.job, &err);
+    CHECK(rc == OKPU_ERR_PARAM && strstr(err.message, "3 batches of 20000 input rows"), "batches past KPU RAM: %d %s",
+          rc, err.message);
     layer_free(&t);
     b->destroy(b);
     CHECK(heap.live == 0 && heap.bytes == 0, "allocator: %ld blocks, %zu bytes not freed", heap.live, heap.bytes);

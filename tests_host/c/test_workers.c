@@ -343,7 +343,8 @@ static void test_models(void)
     static const char *const real[] = {
         "mnist_v3_maixpy/mnist.kmodel", "kmodel_v5_nncase/convnet_u8_v190.kmodel",
         "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel",
-        "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel", "yolo2_voc20_v4_nncase/yolo.kmodel"};
+        "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel", "yolo2_voc20_v4_nncase/yolo.kmodel",
+        "ulffd_face_v4_nncase/RFB-320.kmodel" /* (batches run at once on the workers) */};
     const char *root = getenv("OPENKPU_TESTDATA");
     char path[512];
     size_t i;
