@@ -616,7 +616,6 @@ static int dec_conv(v3_ctx *c)
     j.bn = m->data + bn_off;
     j.act = m->data + act_off;
     j.eight_bit = eight;
-    j.main_out = NULL; /* the step sets it */
     j.layer = c->idx;
 
     src_rows = okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
@@ -642,12 +641,12 @@ static int dec_conv(v3_ctx *c)
     }
     {
         STEP(okpu_kpu_conv_args, s, OKPU_STEP_KPU_CONV);
+        j.main_out = (flags & V3_MAIN_MEM_OUT) ? MAIN(out) : NULL;
+        j.batches = 1;
+        j.in_rows = (uint32_t)src_rows;
+        j.out_rows = (uint32_t)dst_rows;
+        j.main_out_stride = (size_t)out_bytes;
         s->job = j;
-        s->batches = 1;
-        s->in_rows = (uint32_t)src_rows;
-        s->out_rows = (uint32_t)dst_rows;
-        s->main_out = (flags & V3_MAIN_MEM_OUT) ? MAIN(out) : NULL;
-        s->main_out_stride = (size_t)out_bytes;
     }
 
     c->L->info.is_kpu = 1;

@@ -1298,15 +1298,15 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
     OKPU_TRY(rd_span(cx, &a->job.raw_args, KPU_ARGS_BYTES, "the 96-byte kpu_layer_argument_t"));
     okpu_kpu_args_decode(a->job.raw_args, k);
     OKPU_TRY(okpu_kpu_args_check(k, cx->idx, (long)(cx->body_off + at_args), cx->err));
-    a->in_rows = okpu_kpu_layout_rows(k->in_width, k->in_height, k->in_channels);
-    a->out_rows = okpu_kpu_layout_rows(k->out_width, k->out_height, k->out_channels);
-    if ((uint64_t)k->image_src_addr + (uint64_t)a->in_rows * batches > OKPU_KPU_RAM_ROWS ||
-        (uint64_t)k->image_dst_addr + (uint64_t)a->out_rows * batches > OKPU_KPU_RAM_ROWS)
+    a->job.in_rows = okpu_kpu_layout_rows(k->in_width, k->in_height, k->in_channels);
+    a->job.out_rows = okpu_kpu_layout_rows(k->out_width, k->out_height, k->out_channels);
+    if ((uint64_t)k->image_src_addr + (uint64_t)a->job.in_rows * batches > OKPU_KPU_RAM_ROWS ||
+        (uint64_t)k->image_dst_addr + (uint64_t)a->job.out_rows * batches > OKPU_KPU_RAM_ROWS)
         return nfail_at(cx, at_args + 8,
                         "%ld batches: input rows %lu + %ld x %lu or output rows %lu + %ld x %lu run past the 32768 "
                         "rows of KPU RAM",
-                        (long)batches, (unsigned long)k->image_src_addr, (long)batches, (unsigned long)a->in_rows,
-                        (unsigned long)k->image_dst_addr, (long)batches, (unsigned long)a->out_rows);
+                        (long)batches, (unsigned long)k->image_src_addr, (long)batches, (unsigned long)a->job.in_rows,
+                        (unsigned long)k->image_dst_addr, (long)batches, (unsigned long)a->job.out_rows);
     map_out = (uint64_t)k->out_channels * k->out_height * k->out_width;
     if (n->out.size != 0 && n->out.size != map_out * (uint64_t)batches)
         return nfail_at(cx, 0, "main_mem_output is %lu bytes; the layer writes %ld x %lux%lux%lu = %llu bytes",
@@ -1325,15 +1325,10 @@ static int d_kpu_conv2d(v4_cx *cx, v4_node *n)
     a->job.eight_bit = 1;
     a->job.layer = cx->idx;
     a->job.main_out = n->out.size ? OKPU_MAIN(cx->m, n->out.start) : NULL;
-    a->batches = (uint32_t)batches;
-    a->main_out = a->job.main_out;
-    a->main_out_stride = (size_t)map_out;
-    a->job.batches = a->batches;
-    a->job.in_rows = a->in_rows;
-    a->job.out_rows = a->out_rows;
-    a->job.main_out_stride = a->main_out_stride;
-    okpu_model_touch_kpu_rows(cx->m, k->image_src_addr, a->in_rows * (uint32_t)batches);
-    okpu_model_touch_kpu_rows(cx->m, k->image_dst_addr, a->out_rows * (uint32_t)batches);
+    a->job.batches = (uint32_t)batches;
+    a->job.main_out_stride = (size_t)map_out;
+    okpu_model_touch_kpu_rows(cx->m, k->image_src_addr, a->job.in_rows * (uint32_t)batches);
+    okpu_model_touch_kpu_rows(cx->m, k->image_dst_addr, a->job.out_rows * (uint32_t)batches);
     n->t.dtype = OKPU_DTYPE_U8;
     n->t.n = (uint32_t)batches;
     n->t.c = k->out_channels;

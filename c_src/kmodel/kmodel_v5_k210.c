@@ -291,9 +291,6 @@ static int conv2d(k210_call *k, const uint8_t *p)
         a->job.eight_bit = 1;
         a->job.main_out = NULL;
         a->job.layer = cx->nsteps - 1;
-        a->batches = batches;
-        a->in_rows = in_rows;
-        a->out_rows = out_rows;
         a->job.batches = batches;
         a->job.in_rows = in_rows;
         a->job.out_rows = out_rows;

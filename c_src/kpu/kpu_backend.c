@@ -4,6 +4,25 @@
 
 #include "../core/error.h"
 
+void okpu_kpu_job_batch(const okpu_kpu_layer_job *job, uint32_t b, uint8_t *raw, okpu_kpu_layer_job *out)
+{
+    const uint32_t src = job->args.image_src_addr + b * job->in_rows, dst = job->args.image_dst_addr + b * job->out_rows;
+
+    *out = *job;
+    out->args.image_src_addr = src;
+    out->args.image_dst_addr = dst;
+    out->main_out = job->main_out ? job->main_out + (size_t)b * job->main_out_stride : NULL;
+    out->batches = 1;
+    if (raw) {
+        /* word 1: [14:0] image_src_addr, [46:32] image_dst_addr */
+        raw[8] = (uint8_t)src;
+        raw[9] = (uint8_t)((raw[9] & 0x80u) | ((src >> 8) & 0x7Fu));
+        raw[12] = (uint8_t)dst;
+        raw[13] = (uint8_t)((raw[13] & 0x80u) | ((dst >> 8) & 0x7Fu));
+        out->raw_args = raw;
+    }
+}
+
 okpu_kpu_backend *okpu_kpu_backend_create(const okpu_options *opts, okpu_error *err)
 {
     okpu_backend_kind kind = opts ? opts->backend : OKPU_BACKEND_EMULATOR;

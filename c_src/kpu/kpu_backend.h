@@ -17,12 +17,16 @@ typedef struct okpu_kpu_layer_job {
     int eight_bit;           /* 1: 8-bit weights, 0: 16-bit */
     uint8_t *main_out;       /* NULL, or where the output is also copied densely (dma_total_byte + 1 bytes) */
     int layer;               /* index in the model, for messages */
-    /* A step that runs the layer over several maps (kmodel v4 batches: batch b reads rows image_src_addr + b x
-     * in_rows, writes image_dst_addr + b x out_rows and main_out + b x main_out_stride): their count (0 or 1: one
-     * map), told to prepare and run_batches. */
+    /* A layer run over several maps (kmodel v4 and v5 batches; v3: 1): batch b reads rows image_src_addr + b x in_rows,
+     * writes image_dst_addr + b x out_rows and main_out + b x main_out_stride (okpu_kpu_job_batch). 0 or 1: one map. */
     uint32_t batches, in_rows, out_rows;
     size_t main_out_stride;
 } okpu_kpu_layer_job;
+
+/* Batch b of `job` as a job of one map. With `raw` (KPU_ARGS_BYTES, holding the job's raw words) its address words
+ * are set to the batch's and out->raw_args points at it; without, the raw words stay the first batch's (for a backend
+ * that runs the decoded arguments). The loaders checked every batch's rows. */
+void okpu_kpu_job_batch(const okpu_kpu_layer_job *job, uint32_t b, uint8_t *raw, okpu_kpu_layer_job *out);
 
 typedef struct okpu_kpu_backend okpu_kpu_backend;
 struct okpu_kpu_backend {

@@ -364,16 +364,22 @@ static int batches_apart(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
            (in_end <= a->image_dst_addr || out_end <= a->image_src_addr);
 }
 
-/* The block a job needs: its layer split as usual, or one whole set per worker when its batches run apart. */
-static int job_scratch(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint64_t *total, okpu_error *err)
+/* The block a job needs: its layer split as usual, or, when its batches run apart, one block per worker of
+ * *batch_block bytes each (0 otherwise: batch_block may be NULL). */
+static int job_scratch(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint64_t *total, uint64_t *batch_block,
+                       okpu_error *err)
 {
     uint64_t part[PART_COUNT], one;
     int rc = scratch_parts(e, &job->args, layer_workers(e, &job->args), job->layer, part, total, err);
 
+    if (batch_block)
+        *batch_block = 0;
     if (rc != OKPU_OK || !batches_apart(e, job))
         return rc;
     if ((rc = scratch_parts(e, &job->args, 1, job->layer, part, &one, err)) != OKPU_OK)
         return rc;
+    if (batch_block)
+        *batch_block = one + WORKER_GAP;
     if (okpu_mul_ovf(one + WORKER_GAP, (uint64_t)e->nworkers, OKPU_SIZE_LIMIT, &one) || one > (uint64_t)(size_t)-1)
         return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
                          "layer %d: the KPU emulator's work areas for %lu batches on %d workers do not fit in memory",
@@ -390,7 +396,8 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
     int rc;
 
     if ((rc = okpu_kpu_args_check(&job->args, job->layer, -1, err)) != OKPU_OK ||
-        (rc = job_scratch(e, job, &total, err)) != OKPU_OK || (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
+        (rc = job_scratch(e, job, &total, NULL, err)) != OKPU_OK ||
+        (rc = reserve_scratch(e, total, job->layer, err)) != OKPU_OK)
         return rc;
     if (layer_workers(e, &job->args) > 1 || batches_apart(e, job))
         e->base.wakes_workers = 1;
@@ -640,8 +647,9 @@ static void x_term_band(void *ctx, int worker, uint32_t task)
     okpu_emu_x_term_finish(&band, x, 0, n);
 }
 
-/* The checks a job passes before it runs, and its block reserved (a job no prepare covered: see "Working memory"). */
-static int job_ready(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_error *err)
+/* The checks a job passes before it runs, and its block reserved (a job no prepare covered: see "Working memory");
+ * *batch_block as job_scratch says. */
+static int job_ready(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint64_t *batch_block, okpu_error *err)
 {
     uint64_t total;
     int rc;
@@ -652,7 +660,7 @@ static int job_ready(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_error 
         return okpu_fail(err, OKPU_ERR_PARAM, job->layer, -1,
                          "layer %d: KPU job without %s (the loader must point weights, bn and act into the model)",
                          job->layer, !job->weights ? "weights" : !job->bn ? "a BN table" : "an activation table");
-    if ((rc = job_scratch(e, job, &total, err)) != OKPU_OK)
+    if ((rc = job_scratch(e, job, &total, batch_block, err)) != OKPU_OK)
         return rc;
     return total > e->scratch_size ? reserve_scratch(e, total, job->layer, err) : OKPU_OK;
 }
@@ -815,21 +823,11 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
 static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
 {
     okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
-    int rc = job_ready(e, job, err);
+    int rc = job_ready(e, job, NULL, err);
 
     if (rc == OKPU_OK)
         run_job(e, job, e->scratch, layer_workers(e, &job->args), e->worker, e->pool);
     return rc;
-}
-
-/* Batch b of a job: its rows in KPU RAM and its part of main memory (kmodel v4's layout of batches). */
-static void batch_job(const okpu_kpu_layer_job *job, uint32_t b, okpu_kpu_layer_job *out)
-{
-    *out = *job;
-    out->args.image_src_addr = job->args.image_src_addr + b * job->in_rows;
-    out->args.image_dst_addr = job->args.image_dst_addr + b * job->out_rows;
-    out->main_out = job->main_out ? job->main_out + (size_t)b * job->main_out_stride : NULL;
-    out->batches = 1;
 }
 
 typedef struct batch_tasks {
@@ -843,7 +841,7 @@ static void batch_task(void *ctx, int worker, uint32_t b)
     const batch_tasks *B = ctx;
     okpu_kpu_layer_job one;
 
-    batch_job(B->job, b, &one);
+    okpu_kpu_job_batch(B->job, b, NULL, &one);
     run_job(B->e, &one, B->e->scratch + (size_t)worker * B->block, 1, &B->e->worker[worker], NULL);
 }
 
@@ -852,13 +850,13 @@ static int emu_run_batches(okpu_kpu_backend *self, const okpu_kpu_layer_job *job
 {
     okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
     okpu_kpu_layer_job one;
-    uint64_t part[PART_COUNT], total;
+    uint64_t block;
     uint32_t b;
     int rc;
 
     if (job->batches < 2u)
         return emu_run_layer(self, job, err);
-    if ((rc = job_ready(e, job, err)) != OKPU_OK)
+    if ((rc = job_ready(e, job, &block, err)) != OKPU_OK)
         return rc;
     /* (the loaders check every batch's rows: a job built by hand is checked here too) */
     if ((uint64_t)job->args.image_src_addr + (uint64_t)job->in_rows * job->batches > OKPU_KPU_RAM_ROWS ||
@@ -869,17 +867,16 @@ static int emu_run_batches(okpu_kpu_backend *self, const okpu_kpu_layer_job *job
                          job->layer, (unsigned long)job->batches, (unsigned long)job->in_rows,
                          (unsigned long)job->args.image_src_addr, (unsigned long)job->out_rows,
                          (unsigned long)job->args.image_dst_addr, (unsigned)OKPU_KPU_RAM_ROWS);
-    if (batches_apart(e, job)) {
+    if (block) {
         batch_tasks B;
-        (void)scratch_parts(e, &job->args, 1, job->layer, part, &total, NULL);
         B.e = e;
         B.job = job;
-        B.block = (size_t)total + WORKER_GAP; /* (job_scratch reserved nworkers of them) */
+        B.block = (size_t)block;
         okpu_workers_run(e->pool, job->batches, batch_task, &B);
         return OKPU_OK;
     }
     for (b = 0; b < job->batches; b++) {
-        batch_job(job, b, &one);
+        okpu_kpu_job_batch(job, b, NULL, &one);
         run_job(e, &one, e->scratch, layer_workers(e, &job->args), e->worker, e->pool);
     }
     return OKPU_OK;

@@ -11,23 +11,13 @@ int okpu_step_kpu_conv(const okpu_run_ctx *ctx, const void *args, okpu_error *er
     const okpu_kpu_conv_args *a = (const okpu_kpu_conv_args *)args;
     uint8_t raw[KPU_ARGS_BYTES];
     uint32_t b;
-    if (a->batches > 1u && ctx->kpu->run_batches)
+    if (a->job.batches > 1u && ctx->kpu->run_batches)
         return ctx->kpu->run_batches(ctx->kpu, &a->job, err);
     memcpy(raw, a->job.raw_args, KPU_ARGS_BYTES);
-    for (b = 0; b < a->batches; b++) {
-        okpu_kpu_layer_job job = a->job;
-        uint32_t src = a->job.args.image_src_addr + b * a->in_rows;
-        uint32_t dst = a->job.args.image_dst_addr + b * a->out_rows;
+    for (b = 0; b < a->job.batches || b == 0; b++) {
+        okpu_kpu_layer_job job;
         int rc;
-        /* word 1: [14:0] image_src_addr, [46:32] image_dst_addr; the load checked every batch's rows */
-        raw[8] = (uint8_t)src;
-        raw[9] = (uint8_t)((raw[9] & 0x80u) | ((src >> 8) & 0x7Fu));
-        raw[12] = (uint8_t)dst;
-        raw[13] = (uint8_t)((raw[13] & 0x80u) | ((dst >> 8) & 0x7Fu));
-        job.raw_args = raw;
-        job.args.image_src_addr = src;
-        job.args.image_dst_addr = dst;
-        job.main_out = a->main_out ? a->main_out + (size_t)b * a->main_out_stride : NULL;
+        okpu_kpu_job_batch(&a->job, b, raw, &job);
         rc = ctx->kpu->run_layer(ctx->kpu, &job, err);
         if (rc != OKPU_OK)
             return rc;

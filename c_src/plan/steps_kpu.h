@@ -6,16 +6,10 @@
 #include "../kpu/kpu_args.h"
 #include "../kpu/kpu_backend.h"
 
-/* A KPU convolution, run `batches` times (v3: 1). Batch b reads KPU rows image_src_addr + b * in_rows and writes
- * image_dst_addr + b * out_rows (nncase v0.2 advances both per batch); with main_out it also writes its dense output
- * to main_out + b * main_out_stride. `job` holds the layer's first batch (raw words in the file, decoded fields,
- * tables, weight width). */
+/* A KPU convolution: `job` holds the layer's first batch (raw words in the file, decoded fields, tables, weight width,
+ * main_out: NULL when the output stays in KPU RAM) and its batches (v3: 1; nncase advances both addresses per batch). */
 typedef struct okpu_kpu_conv_args {
     okpu_kpu_layer_job job;
-    uint32_t batches;
-    uint32_t in_rows, out_rows;
-    uint8_t *main_out; /* NULL: the output stays in KPU RAM */
-    size_t main_out_stride;
 } okpu_kpu_conv_args;
 
 /* A planar u8 C x H x W map copied into KPU RAM at `row` in KPU layout, `batches` maps of rows_per_batch rows. */
