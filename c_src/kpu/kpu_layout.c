@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "../core/bytes.h"
 #include "../okpu.h"
 
 okpu_kpu_layout okpu_kpu_layout_for_width(uint32_t width)
@@ -30,12 +31,6 @@ uint32_t okpu_kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels
     return l.row_len * height * ((channels + l.groups - 1) / l.groups);
 }
 
-size_t okpu_kpu_layout_offset(const okpu_kpu_layout *l, uint32_t height, uint32_t c, uint32_t y, uint32_t x)
-{
-    return (size_t)(c / l->groups) * l->row_len * height * OKPU_KPU_ROW_BYTES + (size_t)(c % l->groups) * l->row_pitch +
-           (size_t)y * l->row_len * OKPU_KPU_ROW_BYTES + x;
-}
-
 void okpu_kpu_layout_upload_channels(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
                                      uint32_t first, uint32_t end)
 {
@@ -48,7 +43,7 @@ void okpu_kpu_layout_upload_channels(uint8_t *ram, uint32_t row, const uint8_t *
     for (c = first; c < end; c++) {
         uint8_t *dst = base + okpu_kpu_layout_offset(&l, height, c, 0, 0);
         for (y = 0; y < height; y++, src += width, dst += pitch)
-            memcpy(dst, src, width);
+            okpu_copy_short(dst, src, width);
     }
 }
 
@@ -69,6 +64,6 @@ void okpu_kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, ui
     for (c = 0; c < channels; c++) {
         const uint8_t *src = base + okpu_kpu_layout_offset(&l, height, c, 0, 0);
         for (y = 0; y < height; y++, dst += width, src += pitch)
-            memcpy(dst, src, width);
+            okpu_copy_short(dst, src, width);
     }
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../okpu.h"
+
 typedef struct okpu_kpu_layout {
     uint32_t groups;    /* channels sharing a row: 4 (W<=16), 2 (W<=32), 1 */
     uint32_t row_len;   /* 64-byte rows per image row */
@@ -17,8 +19,14 @@ okpu_kpu_layout okpu_kpu_layout_for_width(uint32_t width);
 /* 64-byte rows a WxHxC map occupies. */
 uint32_t okpu_kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels);
 
-/* Byte offset of (c, y, x) from the map's first row. */
-size_t okpu_kpu_layout_offset(const okpu_kpu_layout *l, uint32_t height, uint32_t c, uint32_t y, uint32_t x);
+/* Byte offset of (c, y, x) from the map's first row (inline: the loaders call it per channel; groups is 1, 2 or 4). */
+static inline size_t okpu_kpu_layout_offset(const okpu_kpu_layout *l, uint32_t height, uint32_t c, uint32_t y,
+                                            uint32_t x)
+{
+    const unsigned shift = l->groups == 4u ? 2u : l->groups == 2u ? 1u : 0u;
+    return (size_t)(c >> shift) * l->row_len * height * OKPU_KPU_ROW_BYTES +
+           (size_t)(c & (l->groups - 1u)) * l->row_pitch + (size_t)y * l->row_len * OKPU_KPU_ROW_BYTES + x;
+}
 
 /* Dense planar NCHW u8 <-> KPU layout at row `row` of `ram` (2 MiB). The caller checks the region fits. */
 void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
