@@ -11,6 +11,7 @@
 
 #include "../core/alloc.h"
 #include "../core/arith.h"
+#include "../core/bytes.h"
 #include "../core/checked.h"
 #include "../core/error.h"
 #include "../core/workers.h"
@@ -404,17 +405,27 @@ static int emu_prepare(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, ok
     return e->reference ? OKPU_OK : w_terms_prepare(e, job, err);
 }
 
-/* One channel of a picked 3x3 layer (see pick_layer) from its map in KPU RAM (src, rows `pitch` apart): padded column
- * x (0..src_w + 1; columns 0 and src_w + 1 and rows 0 and src_h + 1 hold pad_value) goes to phase plane x % s at
- * x / s. */
-static void load_phases(const emu_layer *L, const uint8_t *src, size_t pitch, uint8_t *dst)
+/* Rows [y0, y1) of one channel of a picked 3x3 layer (see pick_layer) from its map in KPU RAM (src: the channel's row
+ * 0, rows `pitch` apart): padded column x (0..src_w + 1; columns 0 and src_w + 1 and rows 0 and src_h + 1 hold
+ * pad_value) goes to phase plane x % s at x / s. The first rows also set padded row 0, the last ones row src_h + 1. */
+static void load_phase_rows(const emu_layer *L, const uint8_t *src, size_t pitch, uint8_t *dst, uint32_t y0,
+                            uint32_t y1)
 {
     const uint32_t s = L->pick_step;
+    const uint8_t pad = (uint8_t)L->a->pad_value;
     uint32_t m, y, col, i;
 
-    memset(dst, L->a->pad_value, L->plane);
+    for (m = 0; m < s; m++) {
+        uint8_t *phase = dst + m * L->phase_plane;
+        if (y0 == 0)
+            memset(phase, pad, L->phase_pitch);
+        memset(phase + (size_t)(y0 + 1u) * L->phase_pitch, pad, (size_t)(y1 - y0) * L->phase_pitch);
+        if (y1 == L->src_h)
+            memset(phase + (size_t)(y1 + 1u) * L->phase_pitch, pad, L->phase_plane - (size_t)(y1 + 1u) * L->phase_pitch);
+    }
+    src += (size_t)y0 * pitch;
     if (s == 2) { /* (pool types 5-7 are stride 2: one pass a row, which the compiler vectorises) */
-        for (y = 0; y < L->src_h; y++, src += pitch) {
+        for (y = y0; y < y1; y++, src += pitch) {
             uint8_t *even = dst + (size_t)(y + 1u) * L->phase_pitch, *odd = even + L->phase_plane;
             for (i = 0; 2u * i + 1u < L->src_w; i++) {
                 odd[i] = src[2u * i];          /* padded column 2i + 1 */
@@ -425,7 +436,7 @@ static void load_phases(const emu_layer *L, const uint8_t *src, size_t pitch, ui
         }
         return;
     }
-    for (y = 0; y < L->src_h; y++, src += pitch)
+    for (y = y0; y < y1; y++, src += pitch)
         for (m = 0; m < s; m++) {
             uint8_t *row = dst + m * L->phase_plane + (size_t)(y + 1u) * L->phase_pitch;
             /* the columns x = m, m + s, ... of this phase that hold a map pixel (column 0 is padding) */
@@ -434,30 +445,62 @@ static void load_phases(const emu_layer *L, const uint8_t *src, size_t pitch, ui
         }
 }
 
-/* Copy input channels [first, end) out of KPU RAM into their planes (L->in, written here as `planes`), each with a
- * `pad`-wide border of pad_value. */
-static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes, uint32_t first, uint32_t end)
+/* Rows a channel's load is counted in (load_channel_rows): the map's in KPU RAM for a picked 3x3 layer, else the
+ * plane's. */
+static uint32_t load_row_count(const emu_layer *L)
+{
+    return L->pick_step && L->k == 3 ? L->src_h : L->h;
+}
+
+/* Rows [y0, y1) of input channel c out of KPU RAM into its plane (L->in, written here as `planes`) with a `pad`-wide
+ * border of pad_value (the first rows also write the border above, the last ones the border below); a picked 1x1
+ * layer's rows 0, s, 2s... and columns pick_x0, pick_x0 + s, ... of the map, a picked 3x3 layer's phase planes (see
+ * pick_layer). Any split of a channel into runs of rows writes each byte of its plane once. */
+static void load_channel_rows(const uint8_t *ram, const emu_layer *L, uint8_t *planes, uint32_t c, uint32_t y0,
+                              uint32_t y1)
 {
     const okpu_kpu_layout layout = okpu_kpu_layout_for_width(L->src_w);
-    const size_t pitch = (size_t)layout.row_len * OKPU_KPU_ROW_BYTES; /* one image row to the next in KPU RAM */
-    const uint8_t *base = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES;
-    uint32_t c, x, y;
+    const size_t row = (size_t)layout.row_len * OKPU_KPU_ROW_BYTES; /* one image row to the next in KPU RAM */
+    const uint32_t step = L->pick_step ? L->pick_step : 1u;
+    const uint8_t *src = ram + (size_t)L->a->image_src_addr * OKPU_KPU_ROW_BYTES +
+                         okpu_kpu_layout_offset(&layout, L->src_h, c, 0, 0);
+    uint8_t *plane = planes + c * L->plane, *dst;
+    const uint8_t pad = (uint8_t)L->a->pad_value;
+    uint32_t x, y;
 
-    if (L->pad && !L->pick_step)
-        memset(planes + first * L->plane, L->a->pad_value, L->plane * (end - first));
-    for (c = first; c < end; c++) {
-        const uint8_t *src = base + okpu_kpu_layout_offset(&layout, L->src_h, c, 0, 0);
-        uint8_t *dst = planes + c * L->plane + (size_t)L->pad * L->pitch + L->pad;
-        if (L->pick_step && L->k == 3)
-            load_phases(L, src, pitch, planes + c * L->plane);
-        else if (L->pick_step) /* rows 0, s, 2s...; columns pick_x0, pick_x0 + s, ... (see pick_layer) */
-            for (y = 0; y < L->h; y++, src += L->pick_step * pitch, dst += L->pitch)
-                for (x = 0; x < L->w; x++)
-                    dst[x] = src[L->pick_x0 + x * L->pick_step];
-        else
-            for (y = 0; y < L->h; y++, src += pitch, dst += L->pitch)
-                memcpy(dst, src, L->w);
+    if (L->pick_step && L->k == 3) {
+        load_phase_rows(L, src, row, plane, y0, y1);
+        return;
     }
+    if (L->pad) { /* (only an unpicked layer has a border) */
+        if (y0 == 0)
+            memset(plane, pad, (size_t)L->pad * L->pitch);
+        if (y1 == L->h)
+            memset(plane + (size_t)(L->h + L->pad) * L->pitch, pad, (size_t)L->pad * L->pitch);
+    }
+    src += (size_t)y0 * step * row;
+    dst = plane + (size_t)(y0 + L->pad) * L->pitch;
+    for (y = y0; y < y1; y++, src += step * row, dst += L->pitch) {
+        for (x = 0; x < L->pad; x++) /* (the border columns: a byte each side for a 3x3 layer) */
+            dst[x] = dst[L->pad + L->w + x] = pad;
+        if (step == 2u) /* (pool types 5-7 are stride 2: a constant stride the compiler vectorises) */
+            for (x = 0; x < L->w; x++)
+                dst[x] = src[L->pick_x0 + 2u * x];
+        else if (L->pick_step)
+            for (x = 0; x < L->w; x++)
+                dst[x] = src[L->pick_x0 + x * step];
+        else
+            okpu_copy_short(dst + L->pad, src, L->w);
+    }
+}
+
+/* Input channels [first, end) into their planes, whole. */
+static void load_planes(const uint8_t *ram, const emu_layer *L, uint8_t *planes, uint32_t first, uint32_t end)
+{
+    uint32_t c;
+
+    for (c = first; c < end; c++)
+        load_channel_rows(ram, L, planes, c, 0, load_row_count(L));
 }
 
 /* A layer whose pool picks one pixel of each window (pool types 5-7, stride s) computes only the pixels it picks, on
@@ -546,6 +589,9 @@ typedef struct input_tasks {
     emu_worker *worker;
     int parts;           /* each worker adds into its own W->x_term (else into S->x_term) */
     uint32_t per_task;
+    /* Fewer input channels than tasks (an image's three) and nothing to add: each channel in `bands` runs of
+     * band_rows rows, task t loading run t % bands of channel t / bands (0: by channels, per_task a task). */
+    uint32_t bands, band_rows;
 } input_tasks;
 
 static void input_task(void *ctx, int worker, uint32_t task)
@@ -556,6 +602,12 @@ static void input_task(void *ctx, int worker, uint32_t task)
     uint32_t first, end;
     int64_t *x;
 
+    if (T->bands) { /* a run of rows of one channel, nothing to add */
+        const uint32_t rows = load_row_count(L), c = task / T->bands, y0 = task % T->bands * T->band_rows;
+        if (y0 < rows)
+            load_channel_rows(T->ram, L, T->planes, c, y0, rows - y0 < T->band_rows ? rows : y0 + T->band_rows);
+        return;
+    }
     task_channels(L->ic, T->per_task, task, &first, &end);
     load_planes(T->ram, L, T->planes, first, end);
     if (!T->S)
@@ -795,9 +847,17 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
         IT.worker = workers;
         IT.per_task = items_per_task(e, sets, L.ic);
         IT.parts = x_mode == X_PARTS;
+        IT.bands = 0;
+        IT.band_rows = 0;
+        if (sets > 1 && !IT.S && L.ic < (uint32_t)e->nworkers * TASKS_PER_WORKER && load_row_count(&L) > 1u) {
+            const uint32_t rows = load_row_count(&L);
+            IT.bands = (e->nworkers * TASKS_PER_WORKER + L.ic - 1u) / L.ic;
+            IT.bands = e->split_all ? rows : IT.bands < rows ? IT.bands : rows;
+            IT.band_rows = (rows + IT.bands - 1u) / IT.bands;
+        }
         if (x_mode == X_ZERO || x_mode == X_DIRECT)
             memset(S.x_term, 0, n * sizeof *S.x_term);
-        okpu_workers_run(pool, (L.ic + IT.per_task - 1u) / IT.per_task, input_task, &IT);
+        okpu_workers_run(pool, IT.bands ? L.ic * IT.bands : (L.ic + IT.per_task - 1u) / IT.per_task, input_task, &IT);
         if (x_mode == X_PARTS) {
             x_sum_tasks XT;
             const uint32_t tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
