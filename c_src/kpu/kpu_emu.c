@@ -42,6 +42,7 @@ typedef struct okpu_kpu_emu {
     int sse41;
     int avx2;
     int avx512;
+    int avx512bw;
     int owns_ram;     /* 0 when the RAM belongs to a board model (okpu_kpu_emu_create_on_ram) */
     uint8_t *scratch; /* working memory for the largest layer prepared (see "Working memory"), freed by destroy */
     size_t scratch_size;
@@ -783,6 +784,7 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
     L.sse41 = e->sse41;
     L.avx2 = e->avx2;
     L.avx512 = e->avx512;
+    L.avx512bw = e->avx512bw;
     L.src_w = L.w;
     L.src_h = L.h;
     L.in = at[PART_IN];
@@ -998,6 +1000,7 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
     e->avx2 = __builtin_cpu_supports("avx2") && !getenv("OKPU_EMU_NO_AVX2"); /* the variable tests the SSE paths */
     e->avx512 = e->avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                 !getenv("OKPU_EMU_NO_AVX512"); /* the variable tests the AVX2 paths */
+    e->avx512bw = e->avx512 && __builtin_cpu_supports("avx512bw");
 #endif
     e->base.name = reference ? "emulator (reference conv)" : "emulator";
     e->base.run_layer = emu_run_layer;

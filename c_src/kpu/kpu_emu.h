@@ -59,6 +59,7 @@ typedef struct emu_layer {
     int sse41; /* x86-64 with SSE4.1 (checked at run time) */
     int avx2;  /* x86-64 with AVX2 (checked at run time) */
     int avx512; /* and AVX-512 F + DQ (the batch-norm rows) */
+    int avx512bw; /* and AVX-512 BW (the quads' 32-pixel steps) */
 } emu_layer;
 
 static inline uint32_t okpu_emu_weight_at(const emu_layer *L, size_t index)

@@ -980,12 +980,52 @@ __attribute__((target("avx2"))) static size_t quad_avx2(const quad_job *Q, size_
 }
 #endif
 
+#ifdef EMU_AVX2
+/* Thirty-two pixels a step with AVX-512 BW: the AVX2 step twice as wide. In each 128-bit lane of lo and hi the
+ * unpacks hold pixels 8i..8i+3 and 8i+4..8i+7; the stores put the lanes back in pixel order. */
+__attribute__((target("avx512f,avx512bw"))) static size_t quad_avx512(const quad_job *Q, size_t n)
+{
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    size_t x = 0;
+    uint32_t j;
+    int k;
+
+    if (n < 32)
+        return 0;
+    for (;;) {
+        __m512i s[4][2];
+        for (k = 0; k < 4; k++)
+            s[k][0] = s[k][1] = _mm512_set1_epi32(as_int(Q->bias));
+        for (j = 0; j < Q->pairs; j++) {
+            const __m512i a = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(Q->base + Q->off[2u * j] + x)));
+            const __m512i b = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(Q->base + Q->off[2u * j + 1u] + x)));
+            const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+            for (k = 0; k < 4; k++) {
+                const __m512i w = _mm512_set1_epi32(as_int(Q->wq[4u * j + (uint32_t)k]));
+                s[k][0] = _mm512_add_epi32(s[k][0], _mm512_madd_epi16(lo, w));
+                s[k][1] = _mm512_add_epi32(s[k][1], _mm512_madd_epi16(hi, w));
+            }
+        }
+        for (k = 0; k < 4; k++) {
+            uint32_t *d = Q->acc + (size_t)k * Q->stride + x;
+            _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi64(s[k][0], first, s[k][1]));
+            _mm512_storeu_si512((void *)(d + 16), _mm512_permutex2var_epi64(s[k][0], second, s[k][1]));
+        }
+        if (x + 32 >= n)
+            return n;
+        x = x + 64 <= n ? x + 32 : n - 32;
+    }
+}
+#endif
+
 static void quad_run(const emu_layer *L, const quad_job *Q, size_t n)
 {
     size_t x = 0;
 
 #ifdef EMU_AVX2
-    if (L->avx2)
+    if (L->avx512bw)
+        x = quad_avx512(Q, n);
+    if (x == 0 && L->avx2)
         x = quad_avx2(Q, n);
 #else
     (void)L;
