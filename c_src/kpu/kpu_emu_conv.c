@@ -707,6 +707,37 @@ __attribute__((target("avx2"))) static void dw3_avx2(const int16_t *wide, size_t
         x = x + 32 <= n ? x + 16 : n - 16;
     }
 }
+
+/* acc[x] for x in [0, n), n >= 32: thirty-two pixels a step with AVX-512 BW (the lanes as in quad_avx512). The last
+ * step starts at n - 32 and reads up to wide[n + 2 * pitch + 2], as the AVX2 one's. */
+__attribute__((target("avx512f,avx512bw"))) static void dw3_avx512(const int16_t *wide, size_t pitch, const uint32_t *pk,
+                                                                  uint32_t bias, uint32_t *acc, size_t n)
+{
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    __m512i w[6];
+    size_t x = 0;
+    int r;
+
+    for (r = 0; r < 6; r++)
+        w[r] = _mm512_set1_epi32(as_int(pk[r]));
+    for (;;) {
+        __m512i e = _mm512_set1_epi32(as_int(bias)), o = e, lo, hi;
+        for (r = 0; r < 3; r++) {
+            const int16_t *p = wide + x + (size_t)r * pitch;
+            e = _mm512_add_epi32(e, _mm512_madd_epi16(_mm512_loadu_si512((const void *)p), w[2 * r]));
+            o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_loadu_si512((const void *)(p + 1)), w[2 * r]));
+            e = _mm512_add_epi32(e, _mm512_madd_epi16(_mm512_loadu_si512((const void *)(p + 2)), w[2 * r + 1]));
+            o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_loadu_si512((const void *)(p + 3)), w[2 * r + 1]));
+        }
+        lo = _mm512_unpacklo_epi32(e, o); /* lane i: pixels 8i..8i+3 */
+        hi = _mm512_unpackhi_epi32(e, o); /* 8i+4..8i+7 */
+        _mm512_storeu_si512((void *)(acc + x), _mm512_permutex2var_epi64(lo, first, hi));
+        _mm512_storeu_si512((void *)(acc + x + 16), _mm512_permutex2var_epi64(lo, second, hi));
+        if (x + 32 >= n)
+            return;
+        x = x + 64 <= n ? x + 32 : n - 32;
+    }
+}
 #endif
 
 /* Channel c's accumulators over the run of n pixels; 0 when the run is too short for a vector step (the pairs path
@@ -726,6 +757,10 @@ static int dw3_accumulate(const emu_layer *L, uint32_t c, const emu_shared *S, e
         W->wide[i] = in[i];
     memset(W->wide + L->plane, 0, EMU_WIDE_SLACK * sizeof *W->wide);
 #ifdef EMU_AVX2
+    if (L->avx512bw && n >= 32) {
+        dw3_avx512(W->wide, L->pitch, pk, (uint32_t)L->acc_bias, (uint32_t *)(void *)W->acc, n);
+        return 1;
+    }
     if (L->avx2 && n >= 16) {
         dw3_avx2(W->wide, L->pitch, pk, (uint32_t)L->acc_bias, (uint32_t *)(void *)W->acc, n);
         return 1;
