@@ -426,13 +426,16 @@ static void load_phase_rows(const emu_layer *L, const uint8_t *src, size_t pitch
     }
     src += (size_t)y0 * pitch;
     if (s == 2) { /* (pool types 5-7 are stride 2: one pass a row, which the compiler vectorises) */
+        /* (the fields in locals: a byte store may alias *L, which would make every step reload them) */
+        const uint32_t half = L->src_w / 2u, odd_w = L->src_w & 1u;
+        const size_t phase_pitch = L->phase_pitch, phase_plane = L->phase_plane;
         for (y = y0; y < y1; y++, src += pitch) {
-            uint8_t *even = dst + (size_t)(y + 1u) * L->phase_pitch, *odd = even + L->phase_plane;
-            for (i = 0; 2u * i + 1u < L->src_w; i++) {
+            uint8_t *even = dst + (size_t)(y + 1u) * phase_pitch, *odd = even + phase_plane;
+            for (i = 0; i < half; i++) {
                 odd[i] = src[2u * i];          /* padded column 2i + 1 */
                 even[i + 1u] = src[2u * i + 1u]; /* padded column 2i + 2 */
             }
-            if (L->src_w & 1u)
+            if (odd_w)
                 odd[i] = src[2u * i];
         }
         return;
@@ -467,6 +470,9 @@ static void load_channel_rows(const uint8_t *ram, const emu_layer *L, uint8_t *p
                          okpu_kpu_layout_offset(&layout, L->src_h, c, 0, 0);
     uint8_t *plane = planes + c * L->plane, *dst;
     const uint8_t pad = (uint8_t)L->a->pad_value;
+    /* (the fields in locals: a byte store may alias *L, which would make every step reload them) */
+    const uint32_t w = L->w, border = L->pad, pitch = L->pitch;
+    const uint8_t *from;
     uint32_t x, y;
 
     if (L->pick_step && L->k == 3) {
@@ -479,19 +485,20 @@ static void load_channel_rows(const uint8_t *ram, const emu_layer *L, uint8_t *p
         if (y1 == L->h)
             memset(plane + (size_t)(L->h + L->pad) * L->pitch, pad, (size_t)L->pad * L->pitch);
     }
-    src += (size_t)y0 * step * row;
-    dst = plane + (size_t)(y0 + L->pad) * L->pitch;
-    for (y = y0; y < y1; y++, src += step * row, dst += L->pitch) {
-        for (x = 0; x < L->pad; x++) /* (the border columns: a byte each side for a 3x3 layer) */
-            dst[x] = dst[L->pad + L->w + x] = pad;
-        if (step == 2u) /* (pool types 5-7 are stride 2: a constant stride the compiler vectorises) */
-            for (x = 0; x < L->w; x++)
-                dst[x] = src[L->pick_x0 + 2u * x];
-        else if (L->pick_step)
-            for (x = 0; x < L->w; x++)
-                dst[x] = src[L->pick_x0 + x * step];
+    from = src + (size_t)y0 * step * row + L->pick_x0;
+    dst = plane + (size_t)(y0 + border) * pitch;
+    for (y = y0; y < y1; y++, from += step * row, dst += pitch) {
+        for (x = 0; x < border; x++) /* (the border columns: a byte each side for a 3x3 layer) */
+            dst[x] = dst[border + w + x] = pad;
+        if (step == 2u) { /* (pool types 5-7 are stride 2: a constant stride the compiler vectorises) */
+            size_t i;
+            for (i = 0; i < w; i++)
+                dst[i] = from[2 * i];
+        } else if (step > 1u)
+            for (x = 0; x < w; x++)
+                dst[x] = from[x * step];
         else
-            okpu_copy_short(dst + L->pad, src, L->w);
+            okpu_copy_short(dst + border, from, w);
     }
 }
 
