@@ -13,11 +13,13 @@ static inline int okpu_bytes_apart(const void *p, size_t n, const void *q, size_
     return a + n <= b || b + m <= a;
 }
 
-/* Copy n bytes between buffers that miss each other, inline for the short rows of small maps (a library call per 10-
- * to 40-byte row of a KPU layout cost more than its copy): up to 64 bytes as two fixed-size copies that overlap in the
- * middle, which compilers turn into a few loads and stores. */
+/* Copy n bytes between buffers that miss each other, inline for the short rows of small maps where unaligned loads are
+ * cheap (a library call per 10- to 40-byte row of a KPU layout cost more than its copy on x86-64): up to 64 bytes as
+ * two fixed-size copies that overlap in the middle, which the compiler turns into a few loads and stores. Elsewhere
+ * (the K210's rv64, which has no fast unaligned access: those copies would become byte loops) the library's memcpy. */
 static inline void okpu_copy_short(uint8_t *dst, const uint8_t *src, size_t n)
 {
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
     if (n > 64)
         memcpy(dst, src, n);
     else if (n >= 32) {
@@ -35,6 +37,9 @@ static inline void okpu_copy_short(uint8_t *dst, const uint8_t *src, size_t n)
     } else
         while (n--)
             *dst++ = *src++;
+#else
+    memcpy(dst, src, n);
+#endif
 }
 
 static inline uint32_t okpu_rd_u32(const uint8_t *p)
