@@ -152,6 +152,9 @@ def main():
     ap.add_argument("-n", "--runs", type=int, default=5, help="runs per measurement (median is reported)")
     ap.add_argument("--threads", type=int, default=_kpu.default_threads(),
                     help="threads of the multi-thread column (default: the processors available, %(default)s)")
+    ap.add_argument("--retries", type=int, default=2,
+                    help="times a model's row is timed again while its machine figure is under 90%% of --threads "
+                         "(another tenant held a processor); the attempt with the highest figure is shown")
     ap.add_argument("--peer-python", help="a Python with onnx + onnxruntime + numpy for the peer column "
                                           "(make bench: build/bench-venv/bin/python)")
     args = ap.parse_args()
@@ -181,15 +184,23 @@ def main():
         if not path.exists():
             print("%-*s skipped: %s not found" % (width, rel, path))
             continue
+        best = None
         try:
-            load_s, one_s, many_s, mem = bench(path, args.runs, args.threads)
+            for _ in range(1 + max(args.retries, 0)):
+                load_s, one_s, many_s, mem = bench(path, args.runs, args.threads)
+                # the same check as the header's, on this model, right after its rows were timed: other tenants of a
+                # virtual machine come and go within seconds, and a row timed while one held a processor shows a low
+                # figure here (and is timed again)
+                machine = parallel_capacity(path, args.threads, args.runs) if args.threads > 1 and one_s >= 1e-4 else None
+                if best is None or (machine or 0) > (best[4] or 0):
+                    best = (load_s, one_s, many_s, mem, machine)
+                if machine is None or machine >= 0.9 * args.threads:
+                    break
         except (ValueError, OSError) as e:
             print("%-*s error: %s" % (width, rel, e))
             continue
+        load_s, one_s, many_s, mem, machine = best
         ort_s = peer.get(rel)
-        # the same check as the header's, on this model, right after its rows were timed: other tenants of a virtual
-        # machine come and go within seconds, and a row timed while one held a processor shows a low figure here
-        machine = parallel_capacity(path, args.threads, args.runs) if args.threads > 1 and one_s >= 1e-4 else None
         print("%-*s %8.2f %9.1f %10.2f %10.2f %7s %7s %8s %6s %8s" % (
             width, rel, load_s * 1e3, mem["kpu_macs"] / 1e6, one_s * 1e3, many_s * 1e3,
             "%.2f" % (one_s / many_s) if one_s >= 1e-4 else "-",  # (a run of microseconds: timer noise)
@@ -201,7 +212,9 @@ def main():
     if args.threads > 1:
         print("(machine: %d one-thread copies of the model run at once, their throughput over one's, measured after "
               "its row: the most %d threads could give then; a row whose figure is well under %d.00 was timed while "
-              "other work held a processor)" % (args.threads, args.threads, args.threads))
+              "other work held a processor. A row under %.2f was timed again, up to %d more times, and the attempt "
+              "with the highest figure is shown)" % (args.threads, args.threads, args.threads, 0.9 * args.threads,
+                                                     max(args.retries, 0)))
     return 0
 
 
