@@ -7,7 +7,8 @@
  * for idle workers. A worker out of tasks, and the caller waiting for the last ones, first watch for a while
  * (SPIN_NS) before sleeping on a condition variable: a forward pass starts its next split within microseconds to a
  * few hundred (a layer's serial part, a CPU layer between two KPU layers). The watch is timed, not counted: a pause
- * instruction takes 10 ns on one x86 and 40 on the next; it checks the condition after every pause. The lock guards only the sleeping and the waking. */
+ * instruction takes 10 ns on one x86 and 40 on the next; it checks the condition after every pause. The lock guards
+ * only the sleeping and the waking. */
 #if defined(OKPU_HAVE_PTHREADS) && defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity: the processors this process may use, not all the machine has */
 #endif
