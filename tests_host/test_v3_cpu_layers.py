@@ -32,20 +32,21 @@ ROUND_MODES = [0, 1, 2]  # v3_quant_round: half-even, half-up, SDK carry
 # Prefixes
 
 class U8Prefix:
-    """n u8 values in the main buffer at address 0, made by an identity-like KPU layer from a 16-wide image."""
+    """n u8 values in the main buffer at address 0, made by an identity-like KPU layer from a 16-wide image of
+    `channels` channels (more than one for more values than a map's 512 rows hold)."""
 
-    def __init__(self, values):
+    def __init__(self, values, channels=1):
         self.values = np.asarray(values, np.uint8).reshape(-1)
-        n = self.values.size
-        self.w, self.h = 16, max(4, -(-n // 16))
-        img = np.zeros(self.w * self.h, np.uint8)
+        n, c = self.values.size, channels
+        self.w, self.h = 16, max(4, -(-n // (16 * c)))
+        img = np.zeros(c * self.w * self.h, np.uint8)
         img[:n] = self.values
-        self.image = img.reshape(1, self.h, self.w)
-        self.conv = kw.KpuConv(in_w=self.w, in_h=self.h, in_c=1, out_c=1, kernel=1, depthwise=True,
-                               weights=np.ones((1, 1, 1), np.uint8), bn_mul=[1], bn_add=[0], bn_shift=[0],
-                               act=kw.ActTable.linear(), src=0, dst=kw.kpu_map_rows(16, self.h, 1), main_out=0)
+        self.image = img.reshape(c, self.h, self.w)
+        self.conv = kw.KpuConv(in_w=self.w, in_h=self.h, in_c=c, out_c=c, kernel=1, depthwise=True,
+                               weights=np.ones((c, 1, 1), np.uint8), bn_mul=[1] * c, bn_add=[0] * c, bn_shift=[0] * c,
+                               act=kw.ActTable.linear(), src=0, dst=kw.kpu_map_rows(16, self.h, c), main_out=0)
         self.addr = 0
-        self.size = self.w * self.h  # bytes the prefix owns in the main buffer (8-aligned: w = 16)
+        self.size = c * self.w * self.h  # bytes the prefix owns in the main buffer (8-aligned: w = 16)
 
     def expected(self):
         out, _ = ref.kpu_layer(self.image, self.conv)
@@ -269,6 +270,23 @@ def test_dequantize(seed):
     o = out_addr(p)
     _, got = run(p, kw.Dequantize(inp=p.addr, out=o, count=n, scale=scale, bias=bias), o, 4 * n)
     assert_f32_bits(f32(got), ref.ref_dequantize(p.expected(), scale, bias), "DEQUANTIZE (fmaf)")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_dequantize_in_place_and_shared(threads):
+    """In place (the output over its input: written back to front) and apart on 2-3 threads (16,384 values: enough
+    for the step to be shared, each range vectorised from its own start), both against the reference."""
+    rng = np.random.default_rng(40 + threads)
+    scale, bias = np.float32(0.0371), np.float32(-4.25)
+    p = U8Prefix(rng.integers(0, 256, 99))
+    _, got = run(p, kw.Dequantize(inp=p.addr, out=p.addr, count=99, scale=scale, bias=bias), p.addr, 4 * 99,
+                 threads=threads)
+    assert_f32_bits(f32(got), ref.ref_dequantize(p.expected(), scale, bias), "DEQUANTIZE in place")
+    n = 16 * 1024
+    p = U8Prefix(rng.integers(0, 256, n), channels=4)
+    o = out_addr(p)
+    _, got = run(p, kw.Dequantize(inp=p.addr, out=o, count=n, scale=scale, bias=bias), o, 4 * n, threads=threads)
+    assert_f32_bits(f32(got), ref.ref_dequantize(p.expected(), scale, bias), "DEQUANTIZE on %d threads" % threads)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

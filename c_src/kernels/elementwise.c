@@ -4,6 +4,7 @@
 #include "fmath.h"
 #include "../core/bytes.h"
 #include "kernels.h"
+#include "neutral_kernels.h"
 
 void okpu_k_add_f32(const uint8_t *a, const uint8_t *b, uint8_t *out, uint32_t count)
 {
@@ -33,8 +34,13 @@ void okpu_k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, float scal
 
 void okpu_k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, float scale, float bias)
 {
-    /* Written back to front: in place (in == out) the u8 source is never overwritten before it is read. */
     uint32_t i = count;
+
+    if (okpu_bytes_apart(in, count, out, (size_t)count * 4u)) {
+        okpu_k_u8_fma_f32(in, out, count, scale, bias);
+        return;
+    }
+    /* Written back to front: in place (in == out) the u8 source is never overwritten before it is read. */
     while (i-- > 0)
         okpu_wr_f32(out + 4u * i, fmaf((float)in[i], scale, bias));
 }

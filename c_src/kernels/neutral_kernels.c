@@ -492,10 +492,8 @@ __attribute__((target("avx2,fma"))) static uint32_t quantize_avx2(const uint8_t 
 }
 #endif
 
-void okpu_v4k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
+void okpu_k_u8_fma_f32(const uint8_t *in, uint8_t *out, uint32_t count, float s, float z)
 {
-    float s = 1.0f / scale;
-    float z = (float)(-(int64_t)zero_point) * s;
     uint32_t i = 0;
 #ifdef V4_AVX2
     if (avx2_fma())
@@ -503,6 +501,13 @@ void okpu_v4k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_
 #endif
     for (; i < count; i++)
         WR(out, i, fmaf((float)in[i], s, z));
+}
+
+void okpu_v4k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale)
+{
+    float s = 1.0f / scale;
+    float z = (float)(-(int64_t)zero_point) * s;
+    okpu_k_u8_fma_f32(in, out, count, s, z);
 }
 
 static int64_t sat_i32f(float v) /* RISC-V fcvt.w.s saturation: NaN -> INT32_MAX */

@@ -82,6 +82,9 @@ void okpu_v4k_conv2d_transpose(const uint8_t *in, uint8_t *out, const uint8_t *w
 
 /* 0x03 dequantize (K210 build): s = 1/scale, z = -zp * s, y = fmaf(q, s, z). */
 void okpu_v4k_dequantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale);
+/* out[i] = fmaf(in[i], s, z) as little-endian float32, front to back (in and out miss each other), eight at a time with
+ * AVX2 + FMA: both dequantizes' arithmetic (the v3 layer's scale and bias, the v4 one's 1 / scale and -zero_point / scale). */
+void okpu_k_u8_fma_f32(const uint8_t *in, uint8_t *out, uint32_t count, float s, float z);
 /* 0x06 quantize (K210 build): v = fmaf(x, scale, zp); elements in pairs convert with fcvt.w.s round-to-nearest-even,
  * an odd last element with roundf (ties away from zero); saturating; clamp 0..255. */
 void okpu_v4k_quantize(const uint8_t *in, uint8_t *out, uint32_t count, int32_t zero_point, float scale);

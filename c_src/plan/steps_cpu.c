@@ -22,7 +22,23 @@ OKPU_DEFINE_STEP(okpu_step_avg_pool_f32, okpu_cpu_pool_args, okpu_k_avg_pool_f32
 OKPU_DEFINE_STEP(okpu_step_max_pool_u8, okpu_cpu_pool_args, okpu_k_max_pool_u8(a->in, a->out, &a->p))
 OKPU_DEFINE_STEP(okpu_step_avg_pool_u8, okpu_cpu_pool_args, okpu_k_avg_pool_u8(a->in, a->out, &a->p))
 OKPU_DEFINE_STEP(okpu_step_quantize, okpu_cpu_quant_args, okpu_k_quantize(a->in, a->out, a->count, a->scale, a->bias))
-OKPU_DEFINE_STEP(okpu_step_dequantize, okpu_cpu_quant_args, okpu_k_dequantize(a->in, a->out, a->count, a->scale, a->bias))
+static void dequantize_range(const void *args, size_t first, size_t end)
+{
+    const okpu_cpu_quant_args *a = args;
+    okpu_k_dequantize(a->in + first, a->out + first * 4u, (uint32_t)(end - first), a->scale, a->bias);
+}
+
+/* On the workers when the output misses the input (in place, the kernel's order is what keeps it right) */
+int okpu_step_dequantize(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_cpu_quant_args *a = args;
+    (void)err;
+    if (okpu_bytes_apart(a->in, a->count, a->out, (size_t)a->count * 4u))
+        okpu_step_parallel(ctx, a->count, 1, 1, dequantize_range, args);
+    else
+        okpu_k_dequantize(a->in, a->out, a->count, a->scale, a->bias);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_requantize, okpu_cpu_requant_args, okpu_k_requantize(a->in, a->out, a->count, a->table))
 OKPU_DEFINE_STEP(okpu_step_channelwise_dequantize, okpu_cpu_cw_dequant_args,
                  okpu_k_channelwise_dequantize(a->in, a->out, a->channels, a->channel_size, a->params))
