@@ -479,11 +479,11 @@ static void load_channel_rows(const uint8_t *ram, const emu_layer *L, uint8_t *p
         load_phase_rows(L, src, row, plane, y0, y1);
         return;
     }
-    if (L->pad) { /* (only an unpicked layer has a border) */
+    if (border) { /* (only an unpicked layer has one) */
         if (y0 == 0)
-            memset(plane, pad, (size_t)L->pad * L->pitch);
+            memset(plane, pad, (size_t)border * pitch);
         if (y1 == L->h)
-            memset(plane + (size_t)(L->h + L->pad) * L->pitch, pad, (size_t)L->pad * L->pitch);
+            memset(plane + (size_t)(L->h + border) * pitch, pad, (size_t)border * pitch);
     }
     from = src + (size_t)y0 * step * row + L->pick_x0;
     dst = plane + (size_t)(y0 + border) * pitch;

@@ -708,12 +708,21 @@ __attribute__((target("avx2"))) static void dw3_avx2(const int16_t *wide, size_t
     }
 }
 
-/* acc[x] for x in [0, n), n >= 32: thirty-two pixels a step with AVX-512 BW (the lanes as in quad_avx512). The last
- * step starts at n - 32 and reads up to wide[n + 2 * pitch + 2], as the AVX2 one's. */
+/* Thirty-two uint32 sums to d[0..32) in pixel order, from the unpacks' halves: in each 128-bit lane i, lo holds pixels
+ * 8i..8i+3 and hi 8i+4..8i+7 (the layout of the AVX-512 quads and 3x3 depthwise steps). */
+__attribute__((target("avx512f"))) static inline void store_lanes_avx512(uint32_t *d, __m512i lo, __m512i hi)
+{
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+
+    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi64(lo, first, hi));
+    _mm512_storeu_si512((void *)(d + 16), _mm512_permutex2var_epi64(lo, second, hi));
+}
+
+/* acc[x] for x in [0, n), n >= 32: thirty-two pixels a step with AVX-512 BW. The last step starts at n - 32 and reads
+ * up to wide[n + 2 * pitch + 2], as the AVX2 one's. */
 __attribute__((target("avx512f,avx512bw"))) static void dw3_avx512(const int16_t *wide, size_t pitch, const uint32_t *pk,
                                                                   uint32_t bias, uint32_t *acc, size_t n)
 {
-    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
     __m512i w[6];
     size_t x = 0;
     int r;
@@ -731,8 +740,7 @@ __attribute__((target("avx512f,avx512bw"))) static void dw3_avx512(const int16_t
         }
         lo = _mm512_unpacklo_epi32(e, o); /* lane i: pixels 8i..8i+3 */
         hi = _mm512_unpackhi_epi32(e, o); /* 8i+4..8i+7 */
-        _mm512_storeu_si512((void *)(acc + x), _mm512_permutex2var_epi64(lo, first, hi));
-        _mm512_storeu_si512((void *)(acc + x + 16), _mm512_permutex2var_epi64(lo, second, hi));
+        store_lanes_avx512(acc + x, lo, hi);
         if (x + 32 >= n)
             return;
         x = x + 64 <= n ? x + 32 : n - 32;
@@ -1013,14 +1021,11 @@ __attribute__((target("avx2"))) static size_t quad_avx2(const quad_job *Q, size_
         x = x + 32 <= n ? x + 16 : n - 16;
     }
 }
-#endif
 
-#ifdef EMU_AVX2
-/* Thirty-two pixels a step with AVX-512 BW: the AVX2 step twice as wide. In each 128-bit lane of lo and hi the
- * unpacks hold pixels 8i..8i+3 and 8i+4..8i+7; the stores put the lanes back in pixel order. */
+/* Thirty-two pixels a step with AVX-512 BW: the AVX2 step twice as wide (store_lanes_avx512 puts the unpacks' lanes
+ * back in pixel order). */
 __attribute__((target("avx512f,avx512bw"))) static size_t quad_avx512(const quad_job *Q, size_t n)
 {
-    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
     size_t x = 0;
     uint32_t j;
     int k;
@@ -1041,11 +1046,8 @@ __attribute__((target("avx512f,avx512bw"))) static size_t quad_avx512(const quad
                 s[k][1] = _mm512_add_epi32(s[k][1], _mm512_madd_epi16(hi, w));
             }
         }
-        for (k = 0; k < 4; k++) {
-            uint32_t *d = Q->acc + (size_t)k * Q->stride + x;
-            _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi64(s[k][0], first, s[k][1]));
-            _mm512_storeu_si512((void *)(d + 16), _mm512_permutex2var_epi64(s[k][0], second, s[k][1]));
-        }
+        for (k = 0; k < 4; k++)
+            store_lanes_avx512(Q->acc + (size_t)k * Q->stride + x, s[k][0], s[k][1]);
         if (x + 32 >= n)
             return n;
         x = x + 64 <= n ? x + 32 : n - 32;

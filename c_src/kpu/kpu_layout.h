@@ -14,7 +14,25 @@ typedef struct okpu_kpu_layout {
     uint32_t row_pitch; /* byte distance between channels in the same row */
 } okpu_kpu_layout;
 
-okpu_kpu_layout okpu_kpu_layout_for_width(uint32_t width);
+/* (inline: the emulator's loaders ask once per channel, or per run of a channel's rows) */
+static inline okpu_kpu_layout okpu_kpu_layout_for_width(uint32_t width)
+{
+    okpu_kpu_layout l;
+    if (width <= 16) {
+        l.groups = 4;
+        l.row_len = 1;
+        l.row_pitch = 16;
+    } else if (width <= 32) {
+        l.groups = 2;
+        l.row_len = 1;
+        l.row_pitch = 32;
+    } else {
+        l.groups = 1;
+        l.row_len = (width + OKPU_KPU_ROW_BYTES - 1) / OKPU_KPU_ROW_BYTES;
+        l.row_pitch = OKPU_KPU_ROW_BYTES;
+    }
+    return l;
+}
 
 /* 64-byte rows a WxHxC map occupies. */
 uint32_t okpu_kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels);
