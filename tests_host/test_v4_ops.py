@@ -665,3 +665,20 @@ def test_reduce_random_bit_exact(data):
     node = kw.reduce(mr(MAIN, F32, 0, n * 4), mr(MAIN, F32, n * 4, n_out * 4), op, ins, outs, init)
     (out,), _ = run_model([node], f32(x), F32, [mr(MAIN, F32, n * 4, n_out * 4)], (n + n_out) * 4)
     assert out == reduce_in_order(x, op, ins, outs, init).tobytes()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("op", [0, 1, 2, 3])
+def test_reduce_shared_among_threads(op, threads):
+    """A reduce big enough to be split over the emulator's threads by its first kept axis (the last axis reduced,
+    as ULFFD's class scores; a middle one; a reduced axis before the first kept one, which runs whole): the fold in
+    nncase's order, bit for bit, for any thread count."""
+    rng = np.random.default_rng(op)
+    for ins, outs in (((1, 1, 9001, 2), (1, 1, 9001, 1)), ((1, 3001, 3, 2), (1, 3001, 1, 2)),
+                      ((1, 7, 3001, 1), (1, 1, 3001, 1))):
+        n, n_out = int(np.prod(ins)), int(np.prod(outs))
+        x = (rng.standard_normal(n) * 100).astype(np.float32)
+        node = kw.reduce(mr(MAIN, F32, 0, n * 4), mr(MAIN, F32, n * 4, n_out * 4), op, ins, outs, 0.5)
+        (out,), _ = run_model([node], f32(x), F32, [mr(MAIN, F32, n * 4, n_out * 4)], (n + n_out) * 4,
+                              threads=threads)
+        assert out == reduce_in_order(x, op, ins, outs, 0.5).tobytes(), (ins, outs)
