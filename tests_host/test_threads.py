@@ -137,6 +137,34 @@ def test_layer_over_its_own_input(depthwise, shift, monkeypatch):
             m.free()
 
 
+@pytest.mark.parametrize("kernel,pool_type", [(1, 0), (3, 0), (3, 5), (3, 6), (3, 7), (1, 6)])
+@pytest.mark.parametrize("arg_x,shr_x", [(-6, 1), (-5, 2)])  # x-offset terms folded into the weights, and not
+def test_few_quads_in_bands(kernel, pool_type, arg_x, shr_x):
+    """A layer by quads with few of them over a large map (3x3: 6 output channels, a whole quad and a partial one; 1x1:
+    18, the fewest a 1x1 layer is shared with) is computed in bands of rows, each band a task (kpu_emu.c,
+    channel_bands): the NumPy reference's bytes in main memory and in KPU RAM on any thread count, picked pools
+    included (types 5 and 6: a stride-2 pick of 66 x 65 = 4290 pixels, over the band limit; 7's is too small)."""
+    rng = np.random.default_rng(20 + kernel + pool_type + shr_x)
+    w, h, c, oc = 132, 130, 5, 6 if kernel == 3 else 18
+    src, dst = 0, kw.kpu_map_rows(w, h, c) + 3
+    conv = kw.KpuConv(in_w=w, in_h=h, in_c=c, out_c=oc, kernel=kernel, weights=rng.integers(0, 256, size=(oc, c, kernel, kernel)),
+                      bn_mul=[int(v) for v in rng.integers(1, 64, oc)], bn_add=[int(v) for v in rng.integers(-99, 99, oc)],
+                      bn_shift=[12] * oc, act=kw.ActTable.linear(), src=src, dst=dst, arg_x=arg_x, shr_x=shr_x,
+                      arg_w=-3, shr_w=1, main_out=0, pad_value=9, pool_type=pool_type)
+    data = kw.V3Model(layers=[conv], outputs=[(0, conv.out_w * conv.out_h * oc)]).to_bytes()
+    x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
+    want, _ = kref.kpu_layer(x, conv)
+    for threads in (1, 2, 3):
+        m = _kpu.Model(data, threads=threads)
+        m.set_input(0, x.tobytes())
+        m.run()
+        got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
+        assert np.array_equal(got, want), "threads=%d: %d bytes differ" % (threads, int((got != want).sum()))
+        ram = np.frombuffer(m.kpu_ram(), np.uint8)
+        assert np.array_equal(kref.kpu_download(ram, dst, oc, conv.out_h, conv.out_w), want), "threads=%d" % threads
+        m.free()
+
+
 def test_two_models_run_concurrently():
     datas = [heavy_model(1), heavy_model(2)]
     want = [run_once(d, seed=i, threads=1)[0] for i, d in enumerate(datas)]

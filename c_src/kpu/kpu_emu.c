@@ -562,7 +562,28 @@ typedef struct channel_tasks {
     uint8_t *main_out;   /* NULL: the output stays in KPU RAM */
     int load;            /* a depthwise layer whose output rows miss its input rows: each task loads its own planes */
     uint32_t per_task;
+    uint32_t bands, band_rows; /* each run of channels in `bands` runs of band_rows rows (channel_bands); 1, h */
 } channel_tasks;
+
+/* Runs of rows a layer by quads computes its channels in, each a task: a layer of few quads (ULFFD's first layers: 4
+ * and 8 of them over 160x120 pixels) made as few tasks, 35-45 us each on two threads, and the thread that finished
+ * first waited up to one of them (16 us of the pass's 49 at the joins were those layers'). The rows of a band are the
+ * same layer over fewer rows: its planes start at the band's first row (padded, or picked, rows are pitch apart),
+ * same plane stride, and so do its x-offset terms and its outputs. Only without a pool (or a picked one, which the
+ * layer has become): a pool's windows would straddle the bands. */
+#define BAND_MIN_PIXELS 4096u
+
+static uint32_t channel_bands(const okpu_kpu_emu *e, const emu_layer *L, uint32_t channel_tasks_n, int sets)
+{
+    const uint32_t want = (uint32_t)e->nworkers * TASKS_PER_WORKER * 2u;
+    uint32_t bands;
+
+    if (sets < 2 || e->reference || e->split_all || !okpu_emu_by_quads(L) || L->a->pool_type != 0 ||
+        (size_t)L->w * L->h < BAND_MIN_PIXELS || channel_tasks_n >= want)
+        return 1;
+    bands = (want + channel_tasks_n - 1u) / channel_tasks_n;
+    return bands < L->h ? bands : L->h;
+}
 
 static void channel_task(void *ctx, int worker, uint32_t task)
 {
@@ -572,6 +593,28 @@ static void channel_task(void *ctx, int worker, uint32_t task)
     emu_worker *W = &T->worker[worker];
     uint32_t first, end;
 
+    if (T->bands > 1) {
+        const uint32_t y0 = task % T->bands * T->band_rows;
+        const uint32_t y1 = L->h - y0 < T->band_rows ? L->h : y0 + T->band_rows;
+        const size_t at = (size_t)y0 * L->w, n = (size_t)(y1 - y0) * L->w;
+        emu_layer band = *L;
+        emu_shared S = *T->S;
+        uint32_t c;
+        task_channels(L->oc, T->per_task, task / T->bands, &first, &end);
+        if (y0 >= L->h)
+            return;
+        band.h = y1 - y0;
+        band.in = L->in + (size_t)y0 * L->pitch;
+        if (S.x_term)
+            S.x_term += at;
+        okpu_emu_channels_fast(&band, first, end, &S, W, T->out + at);
+        okpu_kpu_layout_upload_rows(T->ram, L->a->image_dst_addr, T->out + first * out_plane + at, out_plane,
+                                    L->a->out_width, L->a->out_height, first, end, y0, y1);
+        if (T->main_out)
+            for (c = first; c < end; c++)
+                memcpy(T->main_out + c * out_plane + at, T->out + c * out_plane + at, n);
+        return;
+    }
     task_channels(L->oc, T->per_task, task, &first, &end);
     if (T->load)
         load_planes(T->ram, L, T->planes, first, end);
@@ -886,7 +929,12 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
             okpu_emu_x_term_finish(&L, S.x_term, 0, n);
         }
     }
-    okpu_workers_run(pool, (L.oc + T.per_task - 1u) / T.per_task, channel_task, &T);
+    {
+        const uint32_t tasks = (L.oc + T.per_task - 1u) / T.per_task;
+        T.bands = T.load ? 1u : channel_bands(e, &L, tasks, sets);
+        T.band_rows = (L.h + T.bands - 1u) / T.bands;
+        okpu_workers_run(pool, tasks * T.bands, channel_task, &T);
+    }
 }
 
 static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)

@@ -12,20 +12,27 @@ uint32_t okpu_kpu_layout_rows(uint32_t width, uint32_t height, uint32_t channels
     return l.row_len * height * ((channels + l.groups - 1) / l.groups);
 }
 
-void okpu_kpu_layout_upload_channels(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
-                                     uint32_t first, uint32_t end)
+void okpu_kpu_layout_upload_rows(uint8_t *ram, uint32_t row, const uint8_t *src, size_t src_stride, uint32_t width,
+                                 uint32_t height, uint32_t first, uint32_t end, uint32_t y0, uint32_t y1)
 {
     const okpu_kpu_layout l = okpu_kpu_layout_for_width(width);
     const size_t pitch = (size_t)l.row_len * OKPU_KPU_ROW_BYTES; /* one image row to the next */
     uint8_t *base = ram + (size_t)row * OKPU_KPU_ROW_BYTES;
     uint32_t c, y;
 
-    src += (size_t)first * width * height;
     for (c = first; c < end; c++) {
-        uint8_t *dst = base + okpu_kpu_layout_offset(&l, height, c, 0, 0);
-        for (y = 0; y < height; y++, src += width, dst += pitch)
-            okpu_copy_short(dst, src, width);
+        const uint8_t *from = src + (c - first) * src_stride;
+        uint8_t *dst = base + okpu_kpu_layout_offset(&l, height, c, y0, 0);
+        for (y = y0; y < y1; y++, from += width, dst += pitch)
+            okpu_copy_short(dst, from, width);
     }
+}
+
+void okpu_kpu_layout_upload_channels(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
+                                     uint32_t first, uint32_t end)
+{
+    const size_t plane = (size_t)width * height;
+    okpu_kpu_layout_upload_rows(ram, row, src + first * plane, plane, width, height, first, end, 0, height);
 }
 
 void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,

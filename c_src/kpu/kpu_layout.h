@@ -52,6 +52,10 @@ void okpu_kpu_layout_upload(uint8_t *ram, uint32_t row, const uint8_t *src, uint
 /* The channels [first, end) of a dense planar map `src` (channel c at src + c x width x height) into KPU layout. */
 void okpu_kpu_layout_upload_channels(uint8_t *ram, uint32_t row, const uint8_t *src, uint32_t width, uint32_t height,
                                      uint32_t first, uint32_t end);
+/* The image rows [y0, y1) of the channels [first, end) of a width x height map into KPU layout, from `src`: row y0 of
+ * channel `first`, each next channel src_stride bytes on. */
+void okpu_kpu_layout_upload_rows(uint8_t *ram, uint32_t row, const uint8_t *src, size_t src_stride, uint32_t width,
+                                 uint32_t height, uint32_t first, uint32_t end, uint32_t y0, uint32_t y1);
 void okpu_kpu_layout_download(const uint8_t *ram, uint32_t row, uint8_t *dst, uint32_t width, uint32_t height,
                          uint32_t channels);
 
