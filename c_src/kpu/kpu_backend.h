@@ -21,6 +21,10 @@ typedef struct okpu_kpu_layer_job {
      * writes image_dst_addr + b x out_rows and main_out + b x main_out_stride (okpu_kpu_job_batch). 0 or 1: one map. */
     uint32_t batches, in_rows, out_rows;
     size_t main_out_stride;
+    /* 1: the plan ran the KPU layer just before this one (of one map, the step before this one), and this layer
+     * reads that layer's whole output map (same rows, width, height and channels) as its input, so a backend that
+     * kept that output may read its own copy instead of KPU RAM (model.c sets it; a job built elsewhere leaves it 0) */
+    int follows_producer;
 } okpu_kpu_layer_job;
 
 /* Batch b of `job` as a job of one map. With `raw` (KPU_ARGS_BYTES, holding the job's raw words) its address words
