@@ -267,14 +267,6 @@ static uint32_t count_rows(const uint8_t *map, uint32_t *lo, uint32_t *hi)
     return n;
 }
 
-/* Does the KPU job `job` read, whole, the output map of `prev`, the job of the step just before it? */
-static int reads_output_of(const okpu_kpu_layer_job *prev, const okpu_kpu_layer_job *job)
-{
-    return prev->batches <= 1u && job->batches <= 1u && prev->args.image_dst_addr == job->args.image_src_addr &&
-           prev->args.out_width == job->args.in_width && prev->args.out_height == job->args.in_height &&
-           prev->args.out_channels == job->args.in_channels;
-}
-
 /* Let the backend take, at load, what each KPU layer needs, so that running never allocates; and mark the layers
  * that read the output of the KPU layer run just before them (okpu_kpu_layer_job.follows_producer). */
 static int prepare_backend(okpu_model *m, okpu_error *err)
@@ -286,17 +278,10 @@ static int prepare_backend(okpu_model *m, okpu_error *err)
         if (L->step.kind != OKPU_STEP_KPU_CONV)
             continue;
         job = &((okpu_kpu_conv_args *)L->step.args)->job;
-        job->follows_producer = i > 0 && m->layers[i - 1].step.kind == OKPU_STEP_KPU_CONV &&
-                                reads_output_of(&((const okpu_kpu_conv_args *)m->layers[i - 1].step.args)->job, job);
-    }
-    if (!m->kpu->prepare)
-        return OKPU_OK;
-    for (i = 0; i < m->layer_count; i++) {
-        const okpu_layer *L = &m->layers[i];
-        if (L->step.kind != OKPU_STEP_KPU_CONV)
-            continue;
-        rc = m->kpu->prepare(m->kpu, &((const okpu_kpu_conv_args *)L->step.args)->job, err);
-        if (rc != OKPU_OK)
+        job->follows_producer =
+            i > 0 && m->layers[i - 1].step.kind == OKPU_STEP_KPU_CONV &&
+            okpu_kpu_reads_output_of(&((const okpu_kpu_conv_args *)m->layers[i - 1].step.args)->job, job);
+        if (m->kpu->prepare && (rc = m->kpu->prepare(m->kpu, job, err)) != OKPU_OK)
             return rc;
     }
     return OKPU_OK;

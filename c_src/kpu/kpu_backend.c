@@ -23,6 +23,13 @@ void okpu_kpu_job_batch(const okpu_kpu_layer_job *job, uint32_t b, uint8_t *raw,
     }
 }
 
+int okpu_kpu_reads_output_of(const okpu_kpu_layer_job *prev, const okpu_kpu_layer_job *next)
+{
+    return prev->batches <= 1u && next->batches <= 1u && prev->args.image_dst_addr == next->args.image_src_addr &&
+           prev->args.out_width == next->args.in_width && prev->args.out_height == next->args.in_height &&
+           prev->args.out_channels == next->args.in_channels;
+}
+
 okpu_kpu_backend *okpu_kpu_backend_create(const okpu_options *opts, okpu_error *err)
 {
     okpu_backend_kind kind = opts ? opts->backend : OKPU_BACKEND_EMULATOR;

@@ -32,6 +32,10 @@ typedef struct okpu_kpu_layer_job {
  * that runs the decoded arguments). The loaders checked every batch's rows. */
 void okpu_kpu_job_batch(const okpu_kpu_layer_job *job, uint32_t b, uint8_t *raw, okpu_kpu_layer_job *out);
 
+/* Does the layer of `next` read, whole, the output map of the layer of `prev` (the same KPU RAM rows, width, height
+ * and channels)? Both of one map. (okpu_kpu_layer_job.follows_producer; the emulator checks it again when it runs.) */
+int okpu_kpu_reads_output_of(const okpu_kpu_layer_job *prev, const okpu_kpu_layer_job *next);
+
 typedef struct okpu_kpu_backend okpu_kpu_backend;
 struct okpu_kpu_backend {
     const char *name;

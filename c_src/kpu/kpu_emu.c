@@ -56,9 +56,8 @@ typedef struct okpu_kpu_emu {
     uint8_t *outs[2], *outs_alloc[2]; /* (each OUT_SKEW x (i + 1) bytes into its allocation) */
     size_t outs_size; /* bytes of each */
     int turn;         /* the one the next run writes */
-    int fwd_valid;    /* outs[turn ^ 1] holds the output of layer fwd_layer, rows fwd_row.., as KPU RAM has it */
-    int fwd_layer;
-    uint32_t fwd_row, fwd_w, fwd_h, fwd_c;
+    int fwd_valid;    /* outs[turn ^ 1] holds the output of fwd_job's layer, as KPU RAM has it */
+    okpu_kpu_layer_job fwd_job;
 } okpu_kpu_emu;
 
 /* ---- Working memory ----
@@ -209,10 +208,12 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int sets
  * than with their outputs in the block; 1088 or 2112 bytes in, no slower. */
 #define OUT_SKEW 1088u
 
-/* Bytes the two output buffers hold (see "Forwarding"). */
-static size_t outs_bytes(const okpu_kpu_emu *e)
+/* The memory report's figure: the block, the prepared layers' weight terms and the two output buffers. */
+static void count_scratch(okpu_kpu_emu *e)
 {
-    return e->outs_alloc[0] ? 2u * (e->outs_size + 2u * OUT_SKEW) : 0u;
+    const size_t outs = e->outs_alloc[0] ? 2u * (e->outs_size + 2u * OUT_SKEW) : 0u;
+
+    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs;
 }
 
 /* Grow the block to `bytes` (its contents need not survive: every run rewrites what it reads). */
@@ -222,14 +223,14 @@ static int reserve_scratch(okpu_kpu_emu *e, uint64_t bytes, int layer, okpu_erro
         return OKPU_OK;
     okpu_free(e->opts.allocator, e->scratch, e->scratch_size);
     e->scratch_size = 0;
-    e->base.scratch_bytes = e->wt_bytes + outs_bytes(e);
+    count_scratch(e);
     e->scratch = okpu_alloc(e->opts.allocator, (size_t)bytes);
     if (!e->scratch)
         return okpu_fail(err, OKPU_ERR_NO_MEM, layer, -1,
                          "layer %d: no memory for the KPU emulator's %lu-byte work area", layer,
                          (unsigned long)bytes);
     e->scratch_size = (size_t)bytes;
-    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs_bytes(e);
+    count_scratch(e);
     return OKPU_OK;
 }
 
@@ -262,7 +263,7 @@ static int reserve_outs(okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, okpu
     if (bytes <= e->outs_size)
         return OKPU_OK;
     free_outs(e);
-    e->base.scratch_bytes = e->scratch_size + e->wt_bytes;
+    count_scratch(e);
     for (i = 0; i < 2; i++) {
         if (!(e->outs_alloc[i] = okpu_alloc(e->opts.allocator, bytes + 2u * OUT_SKEW))) {
             okpu_free(e->opts.allocator, e->outs_alloc[0], bytes + 2u * OUT_SKEW);
@@ -274,7 +275,7 @@ static int reserve_outs(okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, okpu
         e->outs[i] = e->outs_alloc[i] + OUT_SKEW * (unsigned)(i + 1);
     }
     e->outs_size = bytes;
-    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs_bytes(e);
+    count_scratch(e);
     return OKPU_OK;
 }
 
@@ -408,7 +409,7 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     packed_fill(e, job, t);
     e->wt_count++;
     e->wt_bytes += bytes + t->packed_words * sizeof *t->packed;
-    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs_bytes(e);
+    count_scratch(e);
     return OKPU_OK;
 }
 
@@ -1013,10 +1014,9 @@ static const uint8_t *forwarded_input(const okpu_kpu_emu *e, const okpu_kpu_laye
 {
     const okpu_kpu_args *a = &job->args;
 
-    return job->follows_producer && e->fwd_valid && !e->reference && e->fwd_layer == job->layer - 1 &&
-                   e->fwd_row == a->image_src_addr && e->fwd_w == a->in_width && e->fwd_h == a->in_height &&
-                   e->fwd_c == a->in_channels && okpu_kpu_kernel_size(a) == 1u && !a->depthwise &&
-                   a->pool_type == 0 && job->batches <= 1u
+    return job->follows_producer && e->fwd_valid && !e->reference && e->fwd_job.layer == job->layer - 1 &&
+                   okpu_kpu_reads_output_of(&e->fwd_job, job) && okpu_kpu_kernel_size(a) == 1u && !a->depthwise &&
+                   a->pool_type == 0
                ? e->outs[e->turn ^ 1]
                : NULL;
 }
@@ -1028,11 +1028,7 @@ static void run_turn(okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
 
     run_job(e, job, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[e->turn], in);
     e->fwd_valid = 1;
-    e->fwd_layer = job->layer;
-    e->fwd_row = job->args.image_dst_addr;
-    e->fwd_w = job->args.out_width;
-    e->fwd_h = job->args.out_height;
-    e->fwd_c = job->args.out_channels;
+    e->fwd_job = *job;
     e->turn ^= 1;
 }
 
