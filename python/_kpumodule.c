@@ -552,6 +552,32 @@ static PyObject *Model_memory(ModelObject *self, PyObject *unused)
 }
 
 /* Each layer's work (okpu_layer_info.work), in layer order: what the model's work budget adds up. */
+/* The side chains this model runs (okpu_model_beside): (side layer, layer it runs beside) pairs, in layer order. */
+static PyObject *Model_side_chains(ModelObject *self, PyObject *unused)
+{
+    PyObject *list;
+    int i, n;
+    (void)unused;
+    if (!check_live(self))
+        return NULL;
+    n = okpu_model_layer_count(self->model);
+    list = PyList_New(0);
+    for (i = 0; list && i < n; i++) {
+        const int next = okpu_model_beside(self->model, i);
+        PyObject *pair;
+        if (next < 0)
+            continue;
+        pair = Py_BuildValue("(ii)", i, next);
+        if (!pair || PyList_Append(list, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(pair);
+    }
+    return list;
+}
+
 static PyObject *Model_work(ModelObject *self, PyObject *unused)
 {
     PyObject *list;
@@ -628,6 +654,9 @@ static PyMethodDef Model_methods[] = {
      "kernel_h, stride_w, stride_h)."},
     {"memory", (PyCFunction)Model_memory, METH_NOARGS, "What the model costs on a K210 (okpu_memory_info as a dict)."},
     {"work", (PyCFunction)Model_work, METH_NOARGS, "Each layer's work (MACs or elements touched), in layer order."},
+    {"side_chains", (PyCFunction)Model_side_chains, METH_NOARGS,
+     "(side layer, layer) pairs: a KPU layer run on one thread, with the CPU steps after it, as one task beside the "
+     "next KPU layer's shared channels (the emulator on 2+ threads; okpu_model_beside)."},
     {"kpu_ram", (PyCFunction)Model_kpu_ram, METH_NOARGS, "A copy of the emulated 2 MiB KPU RAM, or None."},
     {"free", (PyCFunction)Model_free, METH_NOARGS, "Free the model now (idempotent)."},
     {"freed", (PyCFunction)Model_freed, METH_NOARGS, "True after free()."},

@@ -165,6 +165,75 @@ def test_few_quads_in_bands(kernel, pool_type, arg_x, shr_x):
         m.free()
 
 
+def _side_chain_model(rng, layout):
+    """A v3 model with a detection head (1x1, 16 -> 4 channels: too few to share) and its dequantize between two
+    shared depthwise layers (16 channels), and what the NumPy reference makes of it, run step after step over a
+    simulated KPU RAM. layout "chain": the layer after the head writes the rows the head reads (its input is the
+    forwarded output of the layer before it, so the two may overlap); "head_writes_next_input": the head writes rows
+    the next layer reads; "head_loads_input": a CPU step before the head, so it loads its input from the rows the next
+    layer overwrites."""
+    w, h, c = 40, 30, 16
+    rows = kw.kpu_map_rows(w, h, c)
+    src, d1, d_head, d_last = 0, rows, 2 * rows, 2 * rows + 200
+    if layout == "head_writes_next_input":
+        d_head = 100  # inside the input map, which the next layer reads
+
+    def conv(src_, dst, oc, kernel, depthwise, main_out=None):
+        k = kernel
+        shape = (oc, k, k) if depthwise else (oc, c, k, k)
+        return kw.KpuConv(in_w=w, in_h=h, in_c=c, out_c=oc, kernel=k, depthwise=depthwise,
+                          weights=rng.integers(0, 256, size=shape), bn_mul=[int(v) for v in rng.integers(1, 64, oc)],
+                          bn_add=[int(v) for v in rng.integers(-99, 99, oc)], bn_shift=[12] * oc,
+                          act=kw.ActTable.linear(), src=src_, dst=dst, arg_x=-7, shr_x=0, arg_w=-3, shr_w=1,
+                          pad_value=3, main_out=main_out)
+
+    head_out, deq_out, last_out = 0, 8192, 32768
+    first = conv(src, d1, c, 3, True)
+    head = conv(d1, d_head, 4, 1, False, main_out=head_out)
+    deq = kw.Dequantize(inp=head_out, out=deq_out, count=4 * w * h, scale=np.float32(0.05), bias=np.float32(-3.0))
+    nxt = conv(src, d1, c, 3, True)
+    last = conv(d1, d_last, c, 1, False, main_out=last_out)
+    layers = [first, head, deq, nxt, last]
+    if layout == "head_loads_input":
+        layers.insert(1, kw.Dequantize(inp=60000, out=61000, count=4, scale=np.float32(1.0), bias=np.float32(0.0)))
+    data = kw.V3Model(layers=layers, outputs=[(deq_out, 4 * 4 * w * h), (last_out, c * w * h)]).to_bytes()
+
+    x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
+    ram = np.zeros(2 * 1024 * 1024, np.uint8)
+    kref.kpu_upload(ram, src, x)
+    outs = {}
+    for conv_ in (first, head, nxt, last):
+        y, _ = kref.kpu_layer(kref.kpu_download(ram, conv_.src, c, h, w), conv_)
+        kref.kpu_upload(ram, conv_.dst, y)
+        outs[id(conv_)] = y
+    want_deq = kref.ref_dequantize(outs[id(head)].ravel(), np.float32(0.05), np.float32(-3.0))
+    at = [next(i for i, layer in enumerate(layers) if layer is one) for one in (head, nxt)]
+    return data, x, want_deq, outs[id(last)], ram, at[0], at[1]
+
+
+@pytest.mark.parametrize("layout", ["chain", "head_writes_next_input", "head_loads_input"])
+def test_side_chain(layout):
+    """A head the emulator runs on one thread, with the CPU steps after it, runs as one task beside the next KPU
+    layer's shared channels (kpu_emu.c, "Side chains") only where the two touch separate KPU RAM rows: the outputs and
+    the whole KPU RAM are the step-by-step reference's on 1-3 threads either way, and the pair is made exactly when
+    it may be (on 2 or more threads)."""
+    rng = np.random.default_rng(7)
+    data, x, want_deq, want_last, want_ram, head_at, next_at = _side_chain_model(rng, layout)
+    for threads in (1, 2, 3):
+        m = _kpu.Model(data, threads=threads)
+        chains = m.side_chains()
+        assert chains == ([(head_at, next_at)] if layout == "chain" and threads > 1 else []), (threads, chains)
+        for _ in range(2):  # the second pass starts from the first's KPU RAM and forwarding state
+            m.set_input(0, x.tobytes())  # (the input's rows: the head overwrites some in one layout)
+            m.run()
+            got_deq = np.frombuffer(m.output(0)[0], np.float32)
+            assert got_deq.tobytes() == want_deq.astype(np.float32).tobytes(), "threads=%d: dequantized head" % threads
+            got_last = np.frombuffer(m.output(1)[0], np.uint8).reshape(want_last.shape)
+            assert np.array_equal(got_last, want_last), "threads=%d: last layer" % threads
+            assert np.array_equal(np.frombuffer(m.kpu_ram(), np.uint8), want_ram), "threads=%d: KPU RAM" % threads
+        m.free()
+
+
 def test_two_models_run_concurrently():
     datas = [heavy_model(1), heavy_model(2)]
     want = [run_once(d, seed=i, threads=1)[0] for i, d in enumerate(datas)]

@@ -287,6 +287,32 @@ static int prepare_backend(okpu_model *m, okpu_error *err)
     return OKPU_OK;
 }
 
+/* Side chains (okpu_kpu_backend.run_beside): each KPU layer followed, past main-memory steps only, by another KPU
+ * layer asks the backend whether the two may overlap. Called once the layers are prepared. */
+static int plan_side_chains(okpu_model *m, okpu_error *err)
+{
+    int i, j, rc;
+    if (!m->kpu->prepare_beside || !m->kpu->run_beside || !m->kpu->run_side)
+        return OKPU_OK;
+    for (i = 0; i < m->layer_count; i++) {
+        if (m->layers[i].step.kind != OKPU_STEP_KPU_CONV)
+            continue;
+        for (j = i + 1; j < m->layer_count && okpu_step_main_memory_only(m->layers[j].step.kind); j++)
+            ;
+        if (j == m->layer_count || m->layers[j].step.kind != OKPU_STEP_KPU_CONV)
+            continue;
+        rc = m->kpu->prepare_beside(m->kpu, &((const okpu_kpu_conv_args *)m->layers[i].step.args)->job,
+                                    &((const okpu_kpu_conv_args *)m->layers[j].step.args)->job, err);
+        if (rc < 0)
+            return err && err->code != OKPU_OK ? err->code : OKPU_ERR_NO_MEM;
+        if (rc > 0) {
+            ((okpu_kpu_conv_args *)m->layers[i].step.args)->beside = j;
+            i = j - 1; /* (the next KPU layer runs in this pair: it starts no chain of its own) */
+        }
+    }
+    return OKPU_OK;
+}
+
 static void account_memory(okpu_model *m)
 {
     m->mem.context_bytes = sizeof *m + m->ctx_alloc_bytes;
@@ -365,6 +391,8 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
         rc = check_work_budget(m, err);
     if (rc == OKPU_OK)
         rc = prepare_backend(m, err);
+    if (rc == OKPU_OK)
+        rc = plan_side_chains(m, err);
     if (rc != OKPU_OK)
         goto fail;
 
@@ -500,6 +528,44 @@ int okpu_model_reserve_partial(okpu_model *m, int n_layers, okpu_error *err)
     return OKPU_OK;
 }
 
+typedef struct side_chain {
+    okpu_model *m;
+    int first, end; /* the side job's layer, and the layer the chain runs beside */
+    int failed;     /* the layer that failed, or -1 */
+    int rc;
+    okpu_error err;
+} side_chain;
+
+/* The side job, then the main-memory steps after it, on the calling thread (no backend: CPU steps share no
+ * workers from inside another layer's task). */
+static void run_side_chain(void *p)
+{
+    side_chain *c = (side_chain *)p;
+    okpu_model *m = c->m;
+    okpu_run_ctx ctx;
+    int i;
+    c->failed = c->first;
+    c->rc = m->kpu->run_side(m->kpu, &((const okpu_kpu_conv_args *)m->layers[c->first].step.args)->job, &c->err);
+    ctx.kpu = NULL;
+    for (i = c->first + 1; i < c->end && c->rc == OKPU_OK; i++) {
+        const okpu_step *s = &m->layers[i].step;
+        c->failed = i;
+        ctx.layer = i;
+        ctx.body_offset = (long)m->layers[i].body_offset;
+        c->rc = okpu_step_table[s->kind].run(&ctx, s->args, &c->err);
+    }
+    if (c->rc == OKPU_OK)
+        c->failed = -1;
+}
+
+static int run_failed(const okpu_model *m, int i, int rc, okpu_error *err)
+{
+    if (err && err->code == OKPU_OK)
+        okpu_fail(err, OKPU_ERR_RUN_MODEL, i, (long)m->layers[i].body_offset, "layer %d (%s) failed to run", i,
+                  layer_name(m, i));
+    return err ? err->code : rc;
+}
+
 /* The one runner: every format's plan runs here, step by step. */
 int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
 {
@@ -520,15 +586,32 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
         okpu_workers_wake(m->kpu->workers); /* awake by the first split, not woken by it */
     for (i = 0; i < n_layers; i++) {
         const okpu_step *s = &m->layers[i].step;
+        const int next = s->kind == OKPU_STEP_KPU_CONV ? ((const okpu_kpu_conv_args *)s->args)->beside : 0;
+        if (next > i && next < n_layers) {
+            side_chain c;
+            memset(&c, 0, sizeof c);
+            c.m = m;
+            c.first = i;
+            c.end = next;
+            c.failed = -1;
+            okpu_error_clear(&c.err);
+            rc = m->kpu->run_beside(m->kpu, &((const okpu_kpu_conv_args *)m->layers[next].step.args)->job,
+                                    &((const okpu_kpu_conv_args *)s->args)->job, run_side_chain, &c, err);
+            if (c.failed >= 0) {
+                if (err)
+                    *err = c.err;
+                return run_failed(m, c.failed, c.rc, err);
+            }
+            if (rc != OKPU_OK)
+                return run_failed(m, next, rc, err);
+            i = next;
+            continue;
+        }
         ctx.layer = i;
         ctx.body_offset = (long)m->layers[i].body_offset;
         rc = okpu_step_table[s->kind].run(&ctx, s->args, err);
-        if (rc != OKPU_OK) {
-            if (err && err->code == OKPU_OK)
-                okpu_fail(err, OKPU_ERR_RUN_MODEL, i, (long)m->layers[i].body_offset, "layer %d (%s) failed to run",
-                          i, layer_name(m, i));
-            return err ? err->code : rc;
-        }
+        if (rc != OKPU_OK)
+            return run_failed(m, i, rc, err);
     }
     if (n_layers < m->layer_count) {
         const okpu_place *p = &m->layers[n_layers - 1].out;
@@ -608,6 +691,14 @@ int okpu_model_layer_info(const okpu_model *m, int index, okpu_layer_info *out)
     if (out)
         *out = m->layers[index].info;
     return OKPU_OK;
+}
+
+int okpu_model_beside(const okpu_model *m, int index)
+{
+    const okpu_step *s = m && index >= 0 && index < m->layer_count ? &m->layers[index].step : NULL;
+    return s && s->kind == OKPU_STEP_KPU_CONV && ((const okpu_kpu_conv_args *)s->args)->beside > 0
+               ? ((const okpu_kpu_conv_args *)s->args)->beside
+               : -1;
 }
 
 void okpu_model_memory(const okpu_model *m, okpu_memory_info *out)

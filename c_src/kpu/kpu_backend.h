@@ -46,6 +46,17 @@ struct okpu_kpu_backend {
     int (*prepare)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
     /* The job's batches (job->batches >= 2), in any order or at once (NULL: the step runs them one after another). */
     int (*run_batches)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
+    /* Side chains (NULL: the backend runs none). A KPU layer the backend runs on one thread (a detection head of a few
+     * channels), with the main-memory steps after it, can run as one task beside the next KPU layer, whose channels
+     * the other threads share: the plan asks prepare_beside at load, after prepare, whether the pair may (1: yes,
+     * and the backend took what the side job needs; 0: no; -1 and err: no memory for it), and then runs `next` through run_beside, passing
+     * `chain`, which runs `side` through run_side and then those steps. The backend may run the chain first when it
+     * finds, running, that the two would meet (it runs it exactly once either way). */
+    int (*prepare_beside)(okpu_kpu_backend *self, const okpu_kpu_layer_job *side, const okpu_kpu_layer_job *next,
+                          okpu_error *err);
+    int (*run_beside)(okpu_kpu_backend *self, const okpu_kpu_layer_job *next, const okpu_kpu_layer_job *side,
+                      void (*chain)(void *chain_ctx), void *chain_ctx, okpu_error *err);
+    int (*run_side)(okpu_kpu_backend *self, const okpu_kpu_layer_job *side, okpu_error *err);
     size_t scratch_bytes; /* working memory the backend holds (prepare), for the memory report */
     void (*destroy)(okpu_kpu_backend *self);
     okpu_workers *workers; /* the backend's threads, which CPU steps may share between its layers (NULL: none) */

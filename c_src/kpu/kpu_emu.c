@@ -58,6 +58,10 @@ typedef struct okpu_kpu_emu {
     int turn;         /* the one the next run writes */
     int fwd_valid;    /* outs[turn ^ 1] holds the output of fwd_job's layer, as KPU RAM has it */
     okpu_kpu_layer_job fwd_job;
+    /* What a side job runs with (see "Side chains"): a block of its own, output planes included, and a worker record. */
+    uint8_t *side_block;
+    size_t side_size;
+    emu_worker side_worker;
 } okpu_kpu_emu;
 
 /* ---- Working memory ----
@@ -208,12 +212,13 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int sets
  * than with their outputs in the block; 1088 or 2112 bytes in, no slower. */
 #define OUT_SKEW 1088u
 
-/* The memory report's figure: the block, the prepared layers' weight terms and the two output buffers. */
+/* The memory report's figure: the block, the prepared layers' weight terms, the two output buffers and the side
+ * jobs' block. */
 static void count_scratch(okpu_kpu_emu *e)
 {
     const size_t outs = e->outs_alloc[0] ? 2u * (e->outs_size + 2u * OUT_SKEW) : 0u;
 
-    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs;
+    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs + e->side_size;
 }
 
 /* Grow the block to `bytes` (its contents need not survive: every run rewrites what it reads). */
@@ -630,6 +635,8 @@ typedef struct channel_tasks {
     int load;            /* a depthwise layer whose output rows miss its input rows: each task loads its own planes */
     uint32_t per_task;
     uint32_t bands, band_rows; /* each run of channels in `bands` runs of band_rows rows (channel_bands); 1, h */
+    void (*side)(void *);      /* NULL, or a side chain: task 0, the first the calling thread takes */
+    void *side_ctx;
 } channel_tasks;
 
 /* Runs of rows a layer by quads computes its channels in, each a task: a layer of few quads (ULFFD's first layers: 4
@@ -660,6 +667,13 @@ static void channel_task(void *ctx, int worker, uint32_t task)
     emu_worker *W = &T->worker[worker];
     uint32_t first, end;
 
+    if (T->side) {
+        if (task == 0) {
+            T->side(T->side_ctx);
+            return;
+        }
+        task--;
+    }
     if (T->bands > 1) {
         const uint32_t y0 = task % T->bands * T->band_rows;
         const uint32_t y1 = L->h - y0 < T->band_rows ? L->h : y0 + T->band_rows;
@@ -838,9 +852,10 @@ static int job_ready(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint64_t *b
 
 /* Run a ready job's layer (one map) with the block at `block`, split over `sets` workers (the worker records
  * workers[0 .. sets)) on `pool` (NULL: the calling thread alone), its output planes into `out` (NULL: the block's)
- * and its input planes `in` (a 1x1 layer's, forwarded) or, NULL, loaded from KPU RAM. */
+ * and its input planes `in` (a 1x1 layer's, forwarded) or, NULL, loaded from KPU RAM; with `side`, side(side_ctx)
+ * is one more task of its channels' hand-out (see "Side chains"). */
 static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *block, int sets, emu_worker *workers,
-                    okpu_workers *pool, uint8_t *out, const uint8_t *in)
+                    okpu_workers *pool, uint8_t *out, const uint8_t *in, void (*side)(void *), void *side_ctx)
 {
     const okpu_kpu_args *a = &job->args;
     okpu_kpu_args picked;
@@ -919,6 +934,8 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
     T.ram = e->base.ram;
     T.planes = at[PART_IN];
     T.main_out = job->main_out;
+    T.side = side;
+    T.side_ctx = side_ctx;
     T.per_task = items_per_task(e, sets, L.oc);
     /* Whole quads: a quad split between tasks is computed by each (a layer of 8 channels split one channel a task
      * computed each quad four times). OKPU_EMU_SPLIT_ALL keeps one channel a task, to test those boundaries. */
@@ -1005,28 +1022,36 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
         const uint32_t tasks = (L.oc + T.per_task - 1u) / T.per_task;
         T.bands = T.load ? 1u : channel_bands(e, &L, tasks, sets);
         T.band_rows = (L.h + T.bands - 1u) / T.bands;
-        okpu_workers_run(pool, tasks * T.bands, channel_task, &T);
+        okpu_workers_run(pool, tasks * T.bands + (side ? 1u : 0u), channel_task, &T);
     }
+}
+
+/* Is the job of a kind that takes its input from the last run's output when that run was its producer's? */
+static int takes_forwarded(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
+{
+    const okpu_kpu_args *a = &job->args;
+
+    return job->follows_producer && !e->reference && okpu_kpu_kernel_size(a) == 1u && !a->depthwise &&
+           a->pool_type == 0;
 }
 
 /* The input planes a job may take from the last run's output (see "Forwarding"), or NULL. */
 static const uint8_t *forwarded_input(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
 {
-    const okpu_kpu_args *a = &job->args;
-
-    return job->follows_producer && e->fwd_valid && !e->reference && e->fwd_job.layer == job->layer - 1 &&
-                   okpu_kpu_reads_output_of(&e->fwd_job, job) && okpu_kpu_kernel_size(a) == 1u && !a->depthwise &&
-                   a->pool_type == 0
+    return takes_forwarded(e, job) && e->fwd_valid && e->fwd_job.layer == job->layer - 1 &&
+                   okpu_kpu_reads_output_of(&e->fwd_job, job)
                ? e->outs[e->turn ^ 1]
                : NULL;
 }
 
-/* Run a ready job of one map, its output into the buffer of this turn, and remember it for the next. */
-static void run_turn(okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
+/* Run a ready job of one map, its output into the buffer of this turn (with a side chain: see run_job), and
+ * remember it for the next. */
+static void run_turn(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, void (*side)(void *), void *side_ctx)
 {
     const uint8_t *in = forwarded_input(e, job);
 
-    run_job(e, job, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[e->turn], in);
+    run_job(e, job, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[e->turn], in, side,
+            side_ctx);
     e->fwd_valid = 1;
     e->fwd_job = *job;
     e->turn ^= 1;
@@ -1038,10 +1063,114 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
     int rc = job_ready(e, job, NULL, err);
 
     if (rc == OKPU_OK)
-        run_turn(e, job);
+        run_turn(e, job, NULL, NULL);
     else
         e->fwd_valid = 0;
     return rc;
+}
+
+/* ---- Side chains ----
+ * A layer the emulator runs on one thread (a 1x1 detection head of 4 to 12 channels: too few to share, see
+ * layer_workers) left the other threads idle while it ran, with the CPU steps after it (its transpose and
+ * dequantize), before the next layer could start: 0.04 ms of ULFFD slim-320's pass on two threads. When the next KPU
+ * layer is shared and neither reads nor writes what the side job does, the plan runs that head and those steps as
+ * one more task of the next layer's channels (run_beside), the first the calling thread takes, while the other
+ * threads start on the channels. The side job runs in a block of its own, its output planes included
+ * (the next layer writes this turn's buffer, and the side job's input may be the other); the forwarding state stays
+ * the side job's producer's until the next layer has run, so the side job finds its input as it would have.
+ * What may overlap in KPU RAM: the next layer writes rows the side job neither writes nor reads (when the side job
+ * loads its input from KPU RAM; a forwarded input is the producer's buffer), and the side job writes no row the next
+ * layer reads. The CPU steps touch main memory alone (okpu_step_main_memory_only), and the next layer none. */
+
+static int rows_meet(uint64_t a0, uint64_t a_rows, uint64_t b0, uint64_t b_rows)
+{
+    return a0 < b0 + b_rows && b0 < a0 + a_rows;
+}
+
+static uint64_t in_rows(const okpu_kpu_args *a)
+{
+    return okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
+}
+
+static uint64_t out_rows(const okpu_kpu_args *a)
+{
+    return okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
+}
+
+/* Does `next` write rows the side job reads from KPU RAM? */
+static int next_overwrites_input(const okpu_kpu_layer_job *side, const okpu_kpu_layer_job *next)
+{
+    return rows_meet(next->args.image_dst_addr, out_rows(&next->args), side->args.image_src_addr,
+                     in_rows(&side->args));
+}
+
+static int emu_prepare_beside(okpu_kpu_backend *self, const okpu_kpu_layer_job *side, const okpu_kpu_layer_job *next,
+                              okpu_error *err)
+{
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    const okpu_kpu_args *s = &side->args, *n = &next->args;
+    uint64_t part[PART_COUNT], total;
+
+    if (e->reference || e->nworkers < 2 || side->batches > 1u || next->batches > 1u || next->main_out ||
+        !side->weights || !side->bn || !side->act || layer_workers(e, s) > 1 || layer_workers(e, n) < 2 ||
+        okpu_kpu_args_check(s, side->layer, -1, NULL) != OKPU_OK ||
+        okpu_kpu_args_check(n, next->layer, -1, NULL) != OKPU_OK ||
+        rows_meet(n->image_dst_addr, out_rows(n), s->image_dst_addr, out_rows(s)) ||
+        rows_meet(s->image_dst_addr, out_rows(s), n->image_src_addr, in_rows(n)) ||
+        (next_overwrites_input(side, next) && !takes_forwarded(e, side)) ||
+        scratch_parts(e, s, 1, 1, side->layer, part, &total, NULL) != OKPU_OK)
+        return 0;
+    if (total > e->side_size) {
+        okpu_free(e->opts.allocator, e->side_block, e->side_size);
+        e->side_size = 0;
+        e->side_block = okpu_alloc(e->opts.allocator, (size_t)total);
+        if (!e->side_block) {
+            count_scratch(e);
+            okpu_fail(err, OKPU_ERR_NO_MEM, side->layer, -1,
+                      "layer %d: no memory for the KPU emulator's %lu-byte work area of a side job", side->layer,
+                      (unsigned long)total);
+            return -1;
+        }
+        e->side_size = (size_t)total;
+        count_scratch(e);
+    }
+    return 1;
+}
+
+static int emu_run_side(okpu_kpu_backend *self, const okpu_kpu_layer_job *side, okpu_error *err)
+{
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    uint64_t part[PART_COUNT], total;
+    int rc;
+
+    if ((rc = okpu_kpu_args_check(&side->args, side->layer, -1, err)) != OKPU_OK ||
+        (rc = scratch_parts(e, &side->args, 1, 1, side->layer, part, &total, err)) != OKPU_OK)
+        return rc;
+    if (total > e->side_size || !side->weights || !side->bn || !side->act || side->batches > 1u)
+        return okpu_fail(err, OKPU_ERR_PARAM, side->layer, -1,
+                         "layer %d: run as a side job without prepare_beside accepting it", side->layer);
+    run_job(e, side, e->side_block, 1, &e->side_worker, NULL, NULL, forwarded_input(e, side), NULL, NULL);
+    return OKPU_OK;
+}
+
+static int emu_run_beside(okpu_kpu_backend *self, const okpu_kpu_layer_job *next, const okpu_kpu_layer_job *side,
+                          void (*chain)(void *chain_ctx), void *chain_ctx, okpu_error *err)
+{
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    int rc = job_ready(e, next, NULL, err);
+
+    if (rc != OKPU_OK) {
+        e->fwd_valid = 0;
+        return rc;
+    }
+    /* (a side job that would find its input overwritten, not forwarded this time, runs first) */
+    if (next_overwrites_input(side, next) && !forwarded_input(e, side)) {
+        chain(chain_ctx);
+        run_turn(e, next, NULL, NULL);
+    } else {
+        run_turn(e, next, chain, chain_ctx);
+    }
+    return OKPU_OK;
 }
 
 typedef struct batch_tasks {
@@ -1056,7 +1185,8 @@ static void batch_task(void *ctx, int worker, uint32_t b)
     okpu_kpu_layer_job one;
 
     okpu_kpu_job_batch(B->job, b, NULL, &one);
-    run_job(B->e, &one, B->e->scratch + (size_t)worker * B->block, 1, &B->e->worker[worker], NULL, NULL, NULL);
+    run_job(B->e, &one, B->e->scratch + (size_t)worker * B->block, 1, &B->e->worker[worker], NULL, NULL, NULL, NULL,
+            NULL);
 }
 
 /* (The decoded arguments are what the emulator runs: the raw words' addresses, the first batch's, go unread.) */
@@ -1092,7 +1222,8 @@ static int emu_run_batches(okpu_kpu_backend *self, const okpu_kpu_layer_job *job
     }
     for (b = 0; b < job->batches; b++) {
         okpu_kpu_job_batch(job, b, NULL, &one);
-        run_job(e, &one, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[e->turn], NULL);
+        run_job(e, &one, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[e->turn], NULL, NULL,
+                NULL);
     }
     return OKPU_OK;
 }
@@ -1109,6 +1240,7 @@ static void emu_destroy(okpu_kpu_backend *self)
     copy = e->allocator;
     alloc = e->opts.allocator ? &copy : NULL;
     okpu_free(alloc, e->scratch, e->scratch_size);
+    okpu_free(alloc, e->side_block, e->side_size);
     free_outs(e);
     for (i = 0; i < e->wt_count; i++) {
         okpu_free(alloc, e->wt[i].term, (size_t)e->wt[i].oc * sizeof(int64_t));
@@ -1160,6 +1292,9 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
     e->base.run_layer = emu_run_layer;
     e->base.run_batches = emu_run_batches;
     e->base.prepare = emu_prepare;
+    e->base.prepare_beside = emu_prepare_beside;
+    e->base.run_beside = emu_run_beside;
+    e->base.run_side = emu_run_side;
     e->base.destroy = emu_destroy;
     e->nworkers = 1;
     e->pool = okpu_workers_create(threads, e->opts.allocator, err);

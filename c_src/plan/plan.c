@@ -55,6 +55,23 @@ void okpu_step_parallel(const okpu_run_ctx *ctx, size_t n, size_t item_elements,
     okpu_workers_run(pool, (uint32_t)((n + T.per_task - 1u) / T.per_task), range_task, &T);
 }
 
+/* The kinds of steps_cpu.def and steps_neutral.def follow those of steps_kpu.def in the enum (plan.h). */
+enum {
+    KPU_KINDS = 0
+#define OKPU_STEP(id, name, type, fn) +1
+#include "steps_kpu.def"
+    ,
+    MAIN_MEMORY_KINDS = 0
+#include "steps_cpu.def"
+#include "steps_neutral.def"
+#undef OKPU_STEP
+};
+
+int okpu_step_main_memory_only(okpu_step_kind kind)
+{
+    return (unsigned)kind >= (unsigned)KPU_KINDS && (unsigned)kind < (unsigned)(KPU_KINDS + MAIN_MEMORY_KINDS);
+}
+
 const char *okpu_step_name(okpu_step_kind kind)
 {
     return (unsigned)kind < (unsigned)OKPU_STEP_COUNT ? okpu_step_table[kind].name : "?";

@@ -81,6 +81,11 @@ typedef void (*okpu_range_fn)(const void *args, size_t first, size_t end);
 void okpu_step_parallel(const okpu_run_ctx *ctx, size_t n, size_t item_elements, size_t align, okpu_range_fn fn,
                         const void *args);
 
+/* Does a step of this kind read and write main memory alone, never KPU RAM and never the KPU backend (the v3 CPU
+ * layers of steps_cpu.def and the v4 neutral ops of steps_neutral.def)? Such steps may run on one thread beside a
+ * KPU layer that touches KPU RAM alone (a side chain: okpu_kpu_backend.run_beside). */
+int okpu_step_main_memory_only(okpu_step_kind kind);
+
 /* Name of a step kind ("kpu_conv", ...), "?" outside the table. */
 const char *okpu_step_name(okpu_step_kind kind);
 
