@@ -668,6 +668,39 @@ def test_reduce_random_bit_exact(data):
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
+def test_pad_and_transpose_shared_among_threads(threads):
+    """Pads and transposes big enough to be split over the emulator's threads (pad by output planes, transpose by the
+    runs of its outer loops): RFB-320's space-to-batch and batch-to-space shapes (a pad of [1, 16, 30, 40] to
+    [1, 16, 34, 44], its transpose to [2, 2, 272, 22], a crop, the transposes back), a pad with cropping and padding on
+    every axis, 1- and 4-byte elements: the NumPy reference's bytes for any thread count."""
+    rng = np.random.default_rng(threads)
+    pad_cases = [((1, 16, 30, 40), [(0, 0), (0, 0), (2, 2), (2, 2)], U8),
+                 ((4, 16, 17, 22), [(0, 0), (0, 0), (-1, -1), (-1, -1)], U8),
+                 ((3, 9, 20, 31), [(1, -1), (-2, 3), (1, 2), (3, -2)], U8),
+                 ((2, 8, 20, 30), [(0, 1), (1, 0), (-1, 2), (0, 0)], F32)]
+    for ins, pads, dtype in pad_cases:
+        npdt, es, value = (np.float32, 4, -1.5) if dtype == F32 else (np.uint8, 1, 77)
+        n = int(np.prod(ins))
+        x = (rng.standard_normal(n) if dtype == F32 else rng.integers(0, 256, n)).astype(npdt)
+        want = ref.pad(x, ins, pads, value, npdt)
+        node = kw.pad(mr(MAIN, dtype, 0, n * es), mr(MAIN, dtype, n * es, want.size * es), ins, pads, value)
+        (out,), _ = run_model([node], x.tobytes(), dtype, [mr(MAIN, dtype, n * es, want.size * es)],
+                              (n + want.size) * es, threads=threads)
+        assert out == want.tobytes(), (ins, pads)
+    transpose_cases = [((1, 16, 34, 44), (0, 1, 2, 3), U8), ((16, 17, 2, 44), (2, 0, 1, 3), U8),
+                       ((4, 16, 15, 20), (2, 0, 3, 1), U8), ((9, 16, 12, 16), (2, 0, 3, 1), U8),
+                       ((5, 5, 128, 10), (2, 0, 1, 3), U8), ((96, 5, 8, 5), (1, 3, 2, 0), F32)]
+    for ins, perm, dtype in transpose_cases:
+        npdt, es = (np.float32, 4) if dtype == F32 else (np.uint8, 1)
+        n = int(np.prod(ins))
+        x = (rng.standard_normal(n) if dtype == F32 else rng.integers(0, 256, n)).astype(npdt)
+        node = kw.transpose(mr(MAIN, dtype, 0, n * es), mr(MAIN, dtype, n * es, n * es), ins, perm)
+        (out,), _ = run_model([node], x.tobytes(), dtype, [mr(MAIN, dtype, n * es, n * es)], 2 * n * es,
+                              threads=threads)
+        assert out == ref.transpose(x, ins, perm, npdt).tobytes(), (ins, perm)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("op", [0, 1, 2, 3])
 def test_reduce_shared_among_threads(op, threads):
     """A reduce big enough to be split over the emulator's threads by its first kept axis (the last axis reduced,

@@ -611,54 +611,88 @@ static uint8_t *fill_elems(uint8_t *out, const uint8_t value[4], uint32_t es, si
 
 /* Row by row of the output's last dimension: pad_value, the input row's kept span, pad_value. A negative padding
  * crops: the output coordinate d reads input d - before on every axis. */
-void okpu_v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
-             const uint8_t pad_value[4], uint32_t es)
+void okpu_v4k_pad_planes(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
+                         const uint8_t pad_value[4], uint32_t es, size_t first, size_t end)
 {
     int32_t os[4], lo[4], hi[4], d0, d1, d2, k;
+    size_t q;
     for (k = 0; k < 4; k++) {
         os[k] = in_shape[k] + paddings[2 * k] + paddings[2 * k + 1];
         /* the output coordinates that read the input: [lo, hi) */
         lo[k] = paddings[2 * k] > 0 ? paddings[2 * k] : 0;
         hi[k] = paddings[2 * k + 1] > 0 ? os[k] - paddings[2 * k + 1] : os[k];
     }
-    for (d0 = 0; d0 < os[0]; d0++)
-        for (d1 = 0; d1 < os[1]; d1++) {
-            if (paddings[6] == 0 && paddings[7] == 0 && d0 >= lo[0] && d0 < hi[0] && d1 >= lo[1] && d1 < hi[1] &&
-                lo[2] < hi[2]) {
-                /* Rows neither padded nor cropped: the input rows an output plane reads follow each other in both
-                 * tensors, one copy (ULFFD pads a 20x15 map to 20x16 in 128 channels: 1920 row copies before). */
-                const size_t row = (size_t)os[3] * es;
-                out = fill_elems(out, pad_value, es, (size_t)lo[2] * (size_t)os[3]);
-                memcpy(out, in + off4(in_shape, d0 - paddings[0], d1 - paddings[2], lo[2] - paddings[4], 0) * es,
-                       (size_t)(hi[2] - lo[2]) * row);
-                out += (size_t)(hi[2] - lo[2]) * row;
-                out = fill_elems(out, pad_value, es, (size_t)(os[2] - hi[2]) * (size_t)os[3]);
+    out += first * (size_t)os[2] * (size_t)os[3] * es;
+    for (q = first; q < end; q++) {
+        d0 = (int32_t)(q / (size_t)os[1]);
+        d1 = (int32_t)(q % (size_t)os[1]);
+        if (paddings[6] == 0 && paddings[7] == 0 && d0 >= lo[0] && d0 < hi[0] && d1 >= lo[1] && d1 < hi[1] &&
+            lo[2] < hi[2]) {
+            /* Rows neither padded nor cropped: the input rows an output plane reads follow each other in both
+             * tensors, one copy (ULFFD pads a 20x15 map to 20x16 in 128 channels: 1920 row copies before). */
+            const size_t row = (size_t)os[3] * es;
+            out = fill_elems(out, pad_value, es, (size_t)lo[2] * (size_t)os[3]);
+            memcpy(out, in + off4(in_shape, d0 - paddings[0], d1 - paddings[2], lo[2] - paddings[4], 0) * es,
+                   (size_t)(hi[2] - lo[2]) * row);
+            out += (size_t)(hi[2] - lo[2]) * row;
+            out = fill_elems(out, pad_value, es, (size_t)(os[2] - hi[2]) * (size_t)os[3]);
+            continue;
+        }
+        for (d2 = 0; d2 < os[2]; d2++) {
+            if (d0 < lo[0] || d0 >= hi[0] || d1 < lo[1] || d1 >= hi[1] || d2 < lo[2] || d2 >= hi[2] ||
+                lo[3] >= hi[3]) {
+                out = fill_elems(out, pad_value, es, (size_t)os[3]);
                 continue;
             }
-            for (d2 = 0; d2 < os[2]; d2++) {
-                if (d0 < lo[0] || d0 >= hi[0] || d1 < lo[1] || d1 >= hi[1] || d2 < lo[2] || d2 >= hi[2] ||
-                    lo[3] >= hi[3]) {
-                    out = fill_elems(out, pad_value, es, (size_t)os[3]);
-                    continue;
-                }
-                out = fill_elems(out, pad_value, es, (size_t)lo[3]);
-                memcpy(out,
-                       in + off4(in_shape, d0 - paddings[0], d1 - paddings[2], d2 - paddings[4], lo[3] - paddings[6]) * es,
-                       (size_t)(hi[3] - lo[3]) * es);
-                out += (size_t)(hi[3] - lo[3]) * es;
-                out = fill_elems(out, pad_value, es, (size_t)(os[3] - hi[3]));
-            }
+            out = fill_elems(out, pad_value, es, (size_t)lo[3]);
+            memcpy(out,
+                   in + off4(in_shape, d0 - paddings[0], d1 - paddings[2], d2 - paddings[4], lo[3] - paddings[6]) * es,
+                   (size_t)(hi[3] - lo[3]) * es);
+            out += (size_t)(hi[3] - lo[3]) * es;
+            out = fill_elems(out, pad_value, es, (size_t)(os[3] - hi[3]));
         }
+    }
+}
+
+void okpu_v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
+                  const uint8_t pad_value[4], uint32_t es)
+{
+    okpu_v4k_pad_planes(in, out, in_shape, paddings, pad_value, es, 0,
+                        (size_t)(in_shape[0] + paddings[0] + paddings[1]) *
+                            (size_t)(in_shape[1] + paddings[2] + paddings[3]));
 }
 
 /* The offsets stepped, not recomputed; the innermost loop walks the output axis of most elements (ties: the later one),
  * so that NCHW to NHWC with a few channels runs rows of the map rather than rows of a few channels. The loader keeps
  * the input and the output apart, so the order is free. */
-void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4], uint32_t es)
+/* The output axes the transpose loops over, outermost first (ax[0], ax[1], ax[2]), and the innermost (*inner). */
+static void transpose_axes(const int32_t in_shape[4], const int32_t perm[4], int ax[3], int *inner)
 {
-    size_t in_stride[4], out_stride[4], step[4], i0, i1, i2, x, n;
+    int k, a = 0;
+    *inner = 3;
+    for (k = 2; k >= 0; k--)
+        if (in_shape[perm[k]] > in_shape[perm[*inner]])
+            *inner = k;
+    for (k = 0; k < 4; k++)
+        if (k != *inner)
+            ax[a++] = k;
+}
+
+size_t okpu_v4k_transpose_outer(const int32_t in_shape[4], const int32_t perm[4], int *contiguous)
+{
+    int ax[3], inner;
+    transpose_axes(in_shape, perm, ax, &inner);
+    if (contiguous)
+        *contiguous = inner >= 2; /* (the outer loops then walk output axes 0 and 1) */
+    return (size_t)in_shape[perm[ax[0]]] * (size_t)in_shape[perm[ax[1]]];
+}
+
+void okpu_v4k_transpose_part(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4],
+                             uint32_t es, size_t first, size_t end)
+{
+    size_t in_stride[4], out_stride[4], step[4], q, i2, x, n;
     int32_t os[4];
-    int k, inner = 3, ax[3], a = 0;
+    int k, inner, ax[3];
 
     in_stride[3] = es;
     for (k = 2; k >= 0; k--)
@@ -670,25 +704,26 @@ void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[
     out_stride[3] = es;
     for (k = 2; k >= 0; k--)
         out_stride[k] = out_stride[k + 1] * (size_t)os[k + 1];
-    for (k = 2; k >= 0; k--)
-        if (os[k] > os[inner])
-            inner = k;
-    for (k = 0; k < 4; k++)
-        if (k != inner)
-            ax[a++] = k;
+    transpose_axes(in_shape, perm, ax, &inner);
     n = (size_t)os[inner];
-    for (i0 = 0; i0 < (size_t)os[ax[0]]; i0++)
-        for (i1 = 0; i1 < (size_t)os[ax[1]]; i1++)
-            for (i2 = 0; i2 < (size_t)os[ax[2]]; i2++) {
-                const uint8_t *src = in + i0 * step[ax[0]] + i1 * step[ax[1]] + i2 * step[ax[2]];
-                uint8_t *dst = out + i0 * out_stride[ax[0]] + i1 * out_stride[ax[1]] + i2 * out_stride[ax[2]];
-                if (es == 1)
-                    for (x = 0; x < n; x++)
-                        dst[x * out_stride[inner]] = src[x * step[inner]];
-                else
-                    for (x = 0; x < n; x++)
-                        memcpy(dst + x * out_stride[inner], src + x * step[inner], es);
-            }
+    for (q = first; q < end; q++) {
+        const size_t i0 = q / (size_t)os[ax[1]], i1 = q % (size_t)os[ax[1]];
+        for (i2 = 0; i2 < (size_t)os[ax[2]]; i2++) {
+            const uint8_t *src = in + i0 * step[ax[0]] + i1 * step[ax[1]] + i2 * step[ax[2]];
+            uint8_t *dst = out + i0 * out_stride[ax[0]] + i1 * out_stride[ax[1]] + i2 * out_stride[ax[2]];
+            if (es == 1)
+                for (x = 0; x < n; x++)
+                    dst[x * out_stride[inner]] = src[x * step[inner]];
+            else
+                for (x = 0; x < n; x++)
+                    memcpy(dst + x * out_stride[inner], src + x * step[inner], es);
+        }
+    }
+}
+
+void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4], uint32_t es)
+{
+    okpu_v4k_transpose_part(in, out, in_shape, perm, es, 0, okpu_v4k_transpose_outer(in_shape, perm, NULL));
 }
 
 static int slice_more(int64_t i, int64_t stop, int64_t stride)

@@ -100,6 +100,10 @@ void okpu_v4k_quantized_matmul(const uint8_t *a, const uint8_t *b, uint8_t *out,
 /* 0x05 pad: element size 1 or 4; paddings {before, after} x 4 (negative = crop); pad value's bytes. */
 void okpu_v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
              const uint8_t pad_value[4], uint32_t elem_size);
+/* The same, output planes [first, end) only (plane q: the output's (q / out_shape[1], q % out_shape[1]); each plane
+ * out_shape[2] x out_shape[3] elements, written whole). */
+void okpu_v4k_pad_planes(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t paddings[8],
+                         const uint8_t pad_value[4], uint32_t elem_size, size_t first, size_t end);
 
 /* 0x07 reduce: output filled with init, then reduced over the in-shape dims the out-shape has as 1
  * (nncase's get_reduced_offset); mean multiplies by (float)out_count / in_count. */
@@ -123,6 +127,12 @@ void okpu_v4k_softmax(const uint8_t *in, uint8_t *out, int32_t inner_size, int32
 /* 0x0C transpose (elem_size 1 or 4). */
 void okpu_v4k_transpose(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4],
                    uint32_t elem_size);
+/* The transpose's outer loops cover okpu_v4k_transpose_outer() runs of output elements, each written by one run
+ * alone; okpu_v4k_transpose_part does runs [first, end). *contiguous (may be NULL): each run's elements are one block
+ * of the output, not interleaved with other runs' (which would share cache lines between threads). */
+size_t okpu_v4k_transpose_outer(const int32_t in_shape[4], const int32_t perm[4], int *contiguous);
+void okpu_v4k_transpose_part(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4],
+                             uint32_t elem_size, size_t first, size_t end);
 
 /* 0x0D strided_slice (masks ignored, as nncase). The caller checked every visited index is in range. */
 void okpu_v4k_strided_slice(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t begin[4],

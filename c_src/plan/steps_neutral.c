@@ -137,7 +137,33 @@ OKPU_DEFINE_STEP(okpu_step_v4_matmul, okpu_v4_matmul_args,
 OKPU_DEFINE_STEP(okpu_step_v4_quant_matmul, okpu_v4_qmatmul_args,
                  okpu_v4k_quantized_matmul(a->mm.a, a->mm.b, a->mm.out, a->mm.bias, a->mm.rows, a->mm.cols, a->mm.b_cols, a->a_offset,
                                       a->b_offset, a->out_mul, a->out_shift, a->out_offset, a->round))
-OKPU_DEFINE_STEP(okpu_step_v4_pad, okpu_v4_pad_args, okpu_v4k_pad(a->in, a->out, a->in_shape, a->paddings, a->value, a->elem_size))
+/* An element that pad or transpose moves costs about three of quantize (0.3-0.7 ns here against 0.1: strided or
+ * short copies; RFB-320's space-to-batch pads and transposes of 19-32 thousand elements took 6-15 us each). */
+#define MOVE_COST 3u
+
+static void pad_range(const void *args, size_t first, size_t end)
+{
+    const okpu_v4_pad_args *a = args;
+    okpu_v4k_pad_planes(a->in, a->out, a->in_shape, a->paddings, a->value, a->elem_size, first, end);
+}
+
+/* By output planes (each written whole by one range), when the output misses the input. */
+int okpu_step_v4_pad(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v4_pad_args *a = args;
+    int32_t os[4];
+    int k;
+    (void)err;
+    for (k = 0; k < 4; k++)
+        os[k] = a->in_shape[k] + a->paddings[2 * k] + a->paddings[2 * k + 1];
+    if (ranges_apart(a->in, elements_after(a->in_shape, -1) * a->elem_size, a->out,
+                     elements_after(os, -1) * a->elem_size, 0))
+        okpu_step_parallel(ctx, (size_t)os[0] * (size_t)os[1], (size_t)os[2] * (size_t)os[3] * MOVE_COST, 1,
+                           pad_range, args);
+    else
+        okpu_v4k_pad(a->in, a->out, a->in_shape, a->paddings, a->value, a->elem_size);
+    return OKPU_OK;
+}
 /* Rows [first, end) of the output's first axis of more than one element, k, with every axis before it 1 in the input
  * too (reduce_split_axis): a kept axis (the loader allows out_shape[k] = 1 or in_shape[k]), so the rows are the same
  * reduce over a run of k, each output folding the same inputs in the same order. Mean multiplies by the same
@@ -193,8 +219,28 @@ OKPU_DEFINE_STEP(okpu_step_v4_memory_copy, okpu_v4_copy_args, memmove(a->out, a-
 OKPU_DEFINE_STEP(okpu_step_v4_resize, okpu_v4_resize_args,
                  okpu_v4k_resize(a->in, a->out, a->in_shape, a->out_h, a->out_w, a->mode, a->align_corners, a->elem_size))
 OKPU_DEFINE_STEP(okpu_step_v4_softmax, okpu_v4_softmax_args, okpu_v4k_softmax(a->in, a->out, a->inner, a->outer, a->beta))
-OKPU_DEFINE_STEP(okpu_step_v4_transpose, okpu_v4_transpose_args,
-                 okpu_v4k_transpose(a->in, a->out, a->in_shape, a->perm, a->elem_size))
+static void transpose_range(const void *args, size_t first, size_t end)
+{
+    const okpu_v4_transpose_args *a = args;
+    okpu_v4k_transpose_part(a->in, a->out, a->in_shape, a->perm, a->elem_size, first, end);
+}
+
+/* By the runs of its outer loops (okpu_v4k_transpose_outer), when the output misses the input and each run writes a
+ * block of its own: runs whose elements interleave made RFB-320's batch-to-space transposes ten times slower on two
+ * threads than on one (the threads writing the same cache lines). */
+int okpu_step_v4_transpose(const okpu_run_ctx *ctx, const void *args, okpu_error *err)
+{
+    const okpu_v4_transpose_args *a = args;
+    const size_t n = elements_after(a->in_shape, -1);
+    int contiguous;
+    const size_t runs = okpu_v4k_transpose_outer(a->in_shape, a->perm, &contiguous);
+    (void)err;
+    if (contiguous && ranges_apart(a->in, n * a->elem_size, a->out, n * a->elem_size, 0))
+        okpu_step_parallel(ctx, runs, n / runs * MOVE_COST, 1, transpose_range, args);
+    else
+        okpu_v4k_transpose(a->in, a->out, a->in_shape, a->perm, a->elem_size);
+    return OKPU_OK;
+}
 OKPU_DEFINE_STEP(okpu_step_v4_strided_slice, okpu_v4_slice_args,
                  okpu_v4k_strided_slice(a->in, a->out, a->in_shape, a->begin, a->end, a->strides, a->elem_size))
 static void unary_range(const void *args, size_t first, size_t end)
