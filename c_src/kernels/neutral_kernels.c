@@ -662,10 +662,9 @@ void okpu_v4k_pad(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], co
                             (size_t)(in_shape[1] + paddings[2] + paddings[3]));
 }
 
-/* The offsets stepped, not recomputed; the innermost loop walks the output axis of most elements (ties: the later one),
- * so that NCHW to NHWC with a few channels runs rows of the map rather than rows of a few channels. The loader keeps
- * the input and the output apart, so the order is free. */
-/* The output axes the transpose loops over, outermost first (ax[0], ax[1], ax[2]), and the innermost (*inner). */
+/* The output axes the transpose loops over, outermost first (ax[0], ax[1], ax[2]), and the innermost (*inner): the
+ * output axis of most elements (ties: the later one), so that NCHW to NHWC with a few channels runs rows of the map
+ * rather than rows of a few channels. */
 static void transpose_axes(const int32_t in_shape[4], const int32_t perm[4], int ax[3], int *inner)
 {
     int k, a = 0;
@@ -687,6 +686,7 @@ size_t okpu_v4k_transpose_outer(const int32_t in_shape[4], const int32_t perm[4]
     return (size_t)in_shape[perm[ax[0]]] * (size_t)in_shape[perm[ax[1]]];
 }
 
+/* The offsets stepped, not recomputed. The loader keeps the input and the output apart, so the order is free. */
 void okpu_v4k_transpose_part(const uint8_t *in, uint8_t *out, const int32_t in_shape[4], const int32_t perm[4],
                              uint32_t es, size_t first, size_t end)
 {

@@ -287,6 +287,12 @@ static int prepare_backend(okpu_model *m, okpu_error *err)
     return OKPU_OK;
 }
 
+/* The KPU layer a step's side chain runs beside (okpu_kpu_conv_args.beside), or 0. */
+static int beside_of(const okpu_step *s)
+{
+    return s->kind == OKPU_STEP_KPU_CONV ? ((const okpu_kpu_conv_args *)s->args)->beside : 0;
+}
+
 /* Side chains (okpu_kpu_backend.run_beside): each KPU layer followed, past main-memory steps only, by another KPU
  * layer asks the backend whether the two may overlap. Called once the layers are prepared. */
 static int plan_side_chains(okpu_model *m, okpu_error *err)
@@ -586,7 +592,7 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
         okpu_workers_wake(m->kpu->workers); /* awake by the first split, not woken by it */
     for (i = 0; i < n_layers; i++) {
         const okpu_step *s = &m->layers[i].step;
-        const int next = s->kind == OKPU_STEP_KPU_CONV ? ((const okpu_kpu_conv_args *)s->args)->beside : 0;
+        const int next = beside_of(s);
         if (next > i && next < n_layers) {
             side_chain c;
             memset(&c, 0, sizeof c);
@@ -695,10 +701,8 @@ int okpu_model_layer_info(const okpu_model *m, int index, okpu_layer_info *out)
 
 int okpu_model_beside(const okpu_model *m, int index)
 {
-    const okpu_step *s = m && index >= 0 && index < m->layer_count ? &m->layers[index].step : NULL;
-    return s && s->kind == OKPU_STEP_KPU_CONV && ((const okpu_kpu_conv_args *)s->args)->beside > 0
-               ? ((const okpu_kpu_conv_args *)s->args)->beside
-               : -1;
+    const int next = m && index >= 0 && index < m->layer_count ? beside_of(&m->layers[index].step) : 0;
+    return next > 0 ? next : -1;
 }
 
 void okpu_model_memory(const okpu_model *m, okpu_memory_info *out)

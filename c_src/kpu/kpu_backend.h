@@ -49,9 +49,9 @@ struct okpu_kpu_backend {
     /* Side chains (NULL: the backend runs none). A KPU layer the backend runs on one thread (a detection head of a few
      * channels), with the main-memory steps after it, can run as one task beside the next KPU layer, whose channels
      * the other threads share: the plan asks prepare_beside at load, after prepare, whether the pair may (1: yes,
-     * and the backend took what the side job needs; 0: no; -1 and err: no memory for it), and then runs `next` through run_beside, passing
-     * `chain`, which runs `side` through run_side and then those steps. The backend may run the chain first when it
-     * finds, running, that the two would meet (it runs it exactly once either way). */
+     * and the backend took what the side job needs; 0: no; -1 and err: no memory for it), and then runs `next`
+     * through run_beside, passing `chain`, which runs `side` through run_side and then those steps. The backend may
+     * run the chain first when it finds, running, that the two would meet (it runs it exactly once either way). */
     int (*prepare_beside)(okpu_kpu_backend *self, const okpu_kpu_layer_job *side, const okpu_kpu_layer_job *next,
                           okpu_error *err);
     int (*run_beside)(okpu_kpu_backend *self, const okpu_kpu_layer_job *next, const okpu_kpu_layer_job *side,

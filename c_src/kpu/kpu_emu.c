@@ -105,6 +105,22 @@ static uint64_t align8(uint64_t n)
     return (n + 7u) & ~(uint64_t)7u;
 }
 
+/* Do the KPU RAM rows [a0, a0 + a_rows) and [b0, b0 + b_rows) overlap? */
+static int rows_meet(uint64_t a0, uint64_t a_rows, uint64_t b0, uint64_t b_rows)
+{
+    return a0 < b0 + b_rows && b0 < a0 + a_rows;
+}
+
+static uint64_t in_rows(const okpu_kpu_args *a)
+{
+    return okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
+}
+
+static uint64_t out_rows(const okpu_kpu_args *a)
+{
+    return okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
+}
+
 /* Whether a layer's output channels are shared among the workers; a layer that is not runs on the calling thread
  * alone, and the block holds one set of worker parts for it (a small model takes no more memory on many threads
  * than on one). Sharing costs microseconds to hand out the work, and more to move data between the processors'
@@ -427,14 +443,12 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
 static int batches_apart(const okpu_kpu_emu *e, const okpu_kpu_layer_job *job)
 {
     const okpu_kpu_args *a = &job->args;
-    const uint64_t in_end = (uint64_t)a->image_src_addr + (uint64_t)job->in_rows * job->batches;
-    const uint64_t out_end = (uint64_t)a->image_dst_addr + (uint64_t)job->out_rows * job->batches;
 
-    return e->nworkers > 1 && job->batches >= (uint32_t)e->nworkers &&
-           job->in_rows >= okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels) &&
-           job->out_rows >= okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels) &&
+    return e->nworkers > 1 && job->batches >= (uint32_t)e->nworkers && job->in_rows >= in_rows(a) &&
+           job->out_rows >= out_rows(a) &&
            (!job->main_out || job->main_out_stride >= (size_t)a->out_width * a->out_height * a->out_channels) &&
-           (in_end <= a->image_dst_addr || out_end <= a->image_src_addr);
+           !rows_meet(a->image_src_addr, (uint64_t)job->in_rows * job->batches, a->image_dst_addr,
+                      (uint64_t)job->out_rows * job->batches);
 }
 
 /* The block a job needs: its layer split as usual, or, when its batches run apart, one block per worker of
@@ -798,11 +812,7 @@ static uint32_t items_per_task(const okpu_kpu_emu *e, int sets, uint32_t n)
 /* Do the rows the layer reads and the rows it writes in KPU RAM miss each other? */
 static int rows_disjoint(const okpu_kpu_args *a)
 {
-    const uint64_t in_end = (uint64_t)a->image_src_addr + okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
-    const uint64_t out_end =
-        (uint64_t)a->image_dst_addr + okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
-
-    return in_end <= a->image_dst_addr || out_end <= a->image_src_addr;
+    return !rows_meet(a->image_src_addr, in_rows(a), a->image_dst_addr, out_rows(a));
 }
 
 /* The x-offset plane of a non-depthwise layer in bands of rows, once every input channel is loaded: each band is the
@@ -1081,21 +1091,6 @@ static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, 
  * What may overlap in KPU RAM: the next layer writes rows the side job neither writes nor reads (when the side job
  * loads its input from KPU RAM; a forwarded input is the producer's buffer), and the side job writes no row the next
  * layer reads. The CPU steps touch main memory alone (okpu_step_main_memory_only), and the next layer none. */
-
-static int rows_meet(uint64_t a0, uint64_t a_rows, uint64_t b0, uint64_t b_rows)
-{
-    return a0 < b0 + b_rows && b0 < a0 + a_rows;
-}
-
-static uint64_t in_rows(const okpu_kpu_args *a)
-{
-    return okpu_kpu_layout_rows(a->in_width, a->in_height, a->in_channels);
-}
-
-static uint64_t out_rows(const okpu_kpu_args *a)
-{
-    return okpu_kpu_layout_rows(a->out_width, a->out_height, a->out_channels);
-}
 
 /* Does `next` write rows the side job reads from KPU RAM? */
 static int next_overwrites_input(const okpu_kpu_layer_job *side, const okpu_kpu_layer_job *next)
