@@ -2,11 +2,12 @@
 /* Kernel-level tests of the KPU layer: argument decode and checks, the RAM layout, the emulator's arithmetic on
  * hand-computed layers, and its fast convolution path against the straight-from-the-spec reference on random
  * layers. Exits non-zero on any failure. */
-#define _POSIX_C_SOURCE 200112L /* setenv */
+#define _POSIX_C_SOURCE 200112L /* setenv, nanosleep */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/bytes.h"
 #include "kpu/kpu_args.h"
@@ -1081,6 +1082,118 @@ static void test_prepare(int reference)
  * memory report. Only a reader that builds KPU_CONV steps has its layers prepared at load; a model whose reader still
  * runs its KPU layers itself (the transitional LEGACY step) is reported as such, and then only a second pass is
  * checked. */
+/* A side job run beside the next layer (see "Side chains" in kpu_emu.c) when its input was not forwarded this time,
+ * although the pair was made because it would be: the next layer overwrites the rows the side job reads, so the
+ * emulator runs the chain first, then the layer. (The plan always runs the side job's producer just before it, so
+ * only a backend driven directly, as here, takes this path.) The bytes: the two layers run one after the other. */
+typedef struct side_chain_call {
+    okpu_kpu_backend *b;
+    const okpu_kpu_layer_job *side;
+    int runs, rc;
+} side_chain_call;
+
+static void run_side_chain(void *p)
+{
+    side_chain_call *c = p;
+    const struct timespec pause = {0, 100000000L};
+    okpu_error err;
+
+    /* A tenth of a second first: long enough for another thread to run the whole next layer, over the rows read
+     * below, were the chain not run before it. */
+    nanosleep(&pause, NULL);
+    c->runs++;
+    c->rc = c->b->run_side(c->b, c->side, &err);
+}
+
+static void side_pair_layer(test_layer *t, uint32_t oc, uint32_t src, uint32_t dst, uint32_t seed)
+{
+    size_t i;
+
+    tiny_layer(t, 40, 30, 64, oc, 0, 0, 1);
+    t->s.src = src;
+    t->s.dst = dst;
+    pack_args(&t->s, t->raw);
+    for (i = 0; i < (size_t)40 * 30 * 64; i++)
+        t->input[i] = (uint8_t)(i * (29u + seed) + seed);
+    for (i = 0; i < (size_t)64 * oc; i++)
+        t->weights[i] = (uint8_t)(i * (7u + seed) + 3u);
+    for (i = 0; i < oc; i++) { /* about 128 + (sum - its mean) x mul / 2^14: a sum's mean is 64 x 127.5^2 */
+        const int32_t mul = (int32_t)(1 + (i * 5u + seed) % 9u);
+        pack_bn(t->bn + 8 * i, mul, 128 - (int32_t)((1040400 * mul) >> 14), 14);
+    }
+    pack_identity_act(t->act, 0);
+    layer_job(t);
+}
+
+static void test_side_chain_fallback(void)
+{
+    okpu_kpu_backend *backend[2];
+    okpu_options o;
+    okpu_error err;
+    test_layer side, next;
+    uint8_t *side_out[2];
+    const size_t side_bytes = (size_t)40 * 30 * 4;
+    side_chain_call call;
+    int k, rc;
+
+    /* side: a 1x1 head of 4 channels (on one thread) reading rows 100-2019; next: 64 channels (shared) reading rows
+     * 4000-5919 and writing rows 100-2019, the head's input */
+    side_pair_layer(&side, 4, 100, 8000, 1);
+    side_pair_layer(&next, 64, 4000, 100, 2);
+    side.job.layer = 1;
+    side.job.follows_producer = 1; /* forwarded when its producer ran just before: the pair may overlap so */
+    next.job.layer = 2;
+    next.job.main_out = NULL; /* (a next layer writes no main memory) */
+    for (k = 0; k < 2; k++) {
+        memset(&o, 0, sizeof o);
+        o.threads = k ? 2 : 1;
+        backend[k] = okpu_kpu_emu_create(&o, &err);
+        if (!backend[k]) {
+            CHECK(0, "side chain fallback: cannot create the emulator: %s", err.message);
+            return;
+        }
+        okpu_kpu_layout_upload(backend[k]->ram, side.s.src, side.input, 40, 30, 64);
+        okpu_kpu_layout_upload(backend[k]->ram, next.s.src, next.input, 40, 30, 64);
+    }
+    /* one thread: the two layers in order */
+    rc = backend[0]->run_layer(backend[0], &side.job, &err);
+    CHECK(rc == OKPU_OK, "side chain fallback: side layer on one thread: %s", err.message);
+    side_out[0] = malloc(side_bytes);
+    memcpy(side_out[0], side.main_out, side_bytes);
+    rc = backend[0]->run_layer(backend[0], &next.job, &err);
+    CHECK(rc == OKPU_OK, "side chain fallback: next layer on one thread: %s", err.message);
+    /* two threads: the pair, its side job's input not forwarded (nothing ran before it) */
+    memset(side.main_out, 0, side_bytes);
+    CHECK(backend[1]->prepare(backend[1], &side.job, &err) == OKPU_OK &&
+              backend[1]->prepare(backend[1], &next.job, &err) == OKPU_OK,
+          "side chain fallback: prepare: %s", err.message);
+    rc = backend[1]->prepare_beside(backend[1], &side.job, &next.job, &err);
+    CHECK(rc == 1, "side chain fallback: prepare_beside refused the pair (%d)", rc);
+    call.b = backend[1];
+    call.side = &side.job;
+    call.runs = 0;
+    call.rc = -1;
+    rc = backend[1]->run_beside(backend[1], &next.job, &side.job, run_side_chain, &call, &err);
+    CHECK(rc == OKPU_OK && call.runs == 1 && call.rc == OKPU_OK,
+          "side chain fallback: run_beside %d, chain ran %d times (rc %d)", rc, call.runs, call.rc);
+    side_out[1] = side.main_out;
+    {
+        size_t i, inside = 0; /* (a saturated head would hide a corrupted input) */
+        for (i = 0; i < side_bytes; i++)
+            inside += side_out[0][i] > 0 && side_out[0][i] < 255;
+        CHECK(inside > side_bytes / 2, "side chain fallback: only %zu of %zu head outputs unsaturated", inside,
+              side_bytes);
+    }
+    CHECK(memcmp(side_out[0], side_out[1], side_bytes) == 0, "side chain fallback: the side job's output differs");
+    CHECK(memcmp(backend[0]->ram, backend[1]->ram, OKPU_KPU_RAM_SIZE) == 0,
+          "side chain fallback: KPU RAM differs from the two layers run in order");
+    free(side_out[0]);
+    for (k = 0; k < 2; k++)
+        backend[k]->destroy(backend[k]);
+    layer_free(&side);
+    layer_free(&next);
+}
+
 static void model_forward_allocations(const char *path, int required)
 {
     counting_heap heap = {0, 0, 0, 0};
@@ -1183,6 +1296,7 @@ int main(void)
     test_prepare(0);
     test_prepare(1);
     test_model_allocations();
+    test_side_chain_fallback();
     test_fast_vs_reference(400, 0, 1);
     test_fast_vs_reference(200, 1, 1);
     /* the fast path again without the AVX-512 code, without the AVX2 code, then without SSE4.1 too (the emulator
