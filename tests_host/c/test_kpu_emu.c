@@ -1078,10 +1078,6 @@ static void test_prepare(int reference)
     CHECK(heap.live == 0 && heap.bytes == 0, "%s: %ld blocks, %zu bytes not freed", what, heap.live, heap.bytes);
 }
 
-/* Whole models: after okpu_model_load, a forward pass allocates nothing, and the emulator's working memory is in the
- * memory report. Only a reader that builds KPU_CONV steps has its layers prepared at load; a model whose reader still
- * runs its KPU layers itself (the transitional LEGACY step) is reported as such, and then only a second pass is
- * checked. */
 /* A side job run beside the next layer (see "Side chains" in kpu_emu.c) when its input was not forwarded this time,
  * although the pair was made because it would be: the next layer overwrites the rows the side job reads, so the
  * emulator runs the chain first, then the layer. (The plan always runs the side job's producer just before it, so
@@ -1194,6 +1190,10 @@ static void test_side_chain_fallback(void)
     layer_free(&next);
 }
 
+/* Whole models: after okpu_model_load, a forward pass allocates nothing, and the emulator's working memory is in the
+ * memory report. Only a reader that builds KPU_CONV steps has its layers prepared at load; a model whose reader still
+ * runs its KPU layers itself (the transitional LEGACY step) is reported as such, and then only a second pass is
+ * checked. */
 static void model_forward_allocations(const char *path, int required)
 {
     counting_heap heap = {0, 0, 0, 0};
