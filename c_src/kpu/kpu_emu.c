@@ -94,10 +94,14 @@ enum {
 };
 #define PART_FIRST_WORKER PART_ACTIVATED
 
-/* Bytes left unused between one worker's parts and the next's. Packed end to end, the two workers' parts of a 3x3
- * depthwise layer ran 10% slower on two threads than with this gap (measured on the face detector's 20x15x256
- * layers: 104 against 94 us; 32 KiB recovered most of it, 4-16 KiB nothing), though neither writes the other's: the
- * caches' prefetchers reach across the boundary. Only a layer split over several workers has it. */
+/* Bytes left unused between one worker's parts and the next's, and before the first worker's. Packed end to end,
+ * the two workers' parts of a 3x3 depthwise layer ran 10% slower on two threads than with this gap (measured on the
+ * face detector's 20x15x256 layers: 104 against 94 us; 32 KiB recovered most of it, 4-16 KiB nothing), though
+ * neither writes the other's: the caches' prefetchers reach across the boundary. The shared parts before the first
+ * worker's are read, and some written, by every worker (a depthwise layer's tasks load their own input planes): with
+ * the first worker's parts right after them, slim-320's two-thread speedup was 0.4-1.9% lower (the same build with
+ * and without the gap, and two builds, 16-20 alternating rounds each; the face detector's and YOLOv2 v4's 1-2%,
+ * MobileNet's and RFB-320's the same). Only a layer split over several workers has the gaps. */
 #define WORKER_GAP 65536u
 
 static uint64_t align8(uint64_t n)
@@ -214,7 +218,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int sets
     }
     bad |= bad ? 0 : okpu_add_ovf(per_worker, WORKER_GAP, OKPU_SIZE_LIMIT, &per_worker);
     bad |= bad ? 0 : okpu_mul_ovf(per_worker, (uint64_t)sets, OKPU_SIZE_LIMIT, &per_worker);
-    bad |= bad ? 0 : okpu_add_ovf(*total, per_worker - WORKER_GAP, OKPU_SIZE_LIMIT, total);
+    bad |= bad ? 0 : okpu_add_ovf(*total, sets > 1 ? per_worker : per_worker - WORKER_GAP, OKPU_SIZE_LIMIT, total);
     if (bad || *total > (uint64_t)(size_t)-1)
         return okpu_fail(err, OKPU_ERR_PARAM, layer, -1,
                          "layer %d: the KPU emulator's work area for a %lux%lux%lu map does not fit in memory", layer,
@@ -886,7 +890,7 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
     }
     for (k = 0; k < sets; k++) {
         emu_worker *W = &workers[k];
-        if (k)
+        if (sets > 1)
             next += WORKER_GAP;
         for (i = PART_FIRST_WORKER; i < PART_COUNT; i++) {
             at[i] = part[i] ? next : NULL;
