@@ -223,6 +223,9 @@ int okpu_model_layer_info(const okpu_model *model, int index, okpu_layer_info *o
 /* The layer whose shared channels the KPU layer `index` runs beside, on this model's backend and thread count, with
  * the main-memory steps between them (a side chain: see kpu_emu.c), or -1: it runs on its own. */
 int okpu_model_beside(const okpu_model *model, int index);
+/* The KPU layer run together with the KPU layer `index` (the next one, which reads its output: a pair, see kpu_emu.c),
+ * on this model's backend and thread count, or -1: none. */
+int okpu_model_paired(const okpu_model *model, int index);
 void okpu_model_memory(const okpu_model *model, okpu_memory_info *out);
 
 /* The KPU RAM (2 MiB) for inspection: the emulator's, or on the K210 backend the chip's own (the port's kpu_ram:

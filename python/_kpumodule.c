@@ -551,19 +551,18 @@ static PyObject *Model_memory(ModelObject *self, PyObject *unused)
                          "work", (unsigned long long)mi.work, "max_work", (unsigned long long)mi.max_work);
 }
 
-/* Each layer's work (okpu_layer_info.work), in layer order: what the model's work budget adds up. */
-/* The side chains this model runs (okpu_model_beside): (side layer, layer it runs beside) pairs, in layer order. */
-static PyObject *Model_side_chains(ModelObject *self, PyObject *unused)
+/* (layer, other layer) for each layer that `of` pairs with another (okpu_model_beside, okpu_model_paired), in layer
+ * order. */
+static PyObject *layer_pairs(ModelObject *self, int (*of)(const okpu_model *, int))
 {
     PyObject *list;
     int i, n;
-    (void)unused;
     if (!check_live(self))
         return NULL;
     n = okpu_model_layer_count(self->model);
     list = PyList_New(0);
     for (i = 0; list && i < n; i++) {
-        const int next = okpu_model_beside(self->model, i);
+        const int next = of(self->model, i);
         PyObject *pair;
         if (next < 0)
             continue;
@@ -578,6 +577,21 @@ static PyObject *Model_side_chains(ModelObject *self, PyObject *unused)
     return list;
 }
 
+/* The side chains this model runs: (side layer, layer it runs beside), in layer order. */
+static PyObject *Model_side_chains(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    return layer_pairs(self, okpu_model_beside);
+}
+
+/* The pairs this model runs: (layer, the next layer, run with it), in layer order. */
+static PyObject *Model_pairs(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    return layer_pairs(self, okpu_model_paired);
+}
+
+/* Each layer's work (okpu_layer_info.work), in layer order: what the model's work budget adds up. */
 static PyObject *Model_work(ModelObject *self, PyObject *unused)
 {
     PyObject *list;
@@ -657,6 +671,9 @@ static PyMethodDef Model_methods[] = {
     {"side_chains", (PyCFunction)Model_side_chains, METH_NOARGS,
      "(side layer, layer) pairs: a KPU layer run on one thread, with the CPU steps after it, as one task beside the "
      "next KPU layer's shared channels (the emulator on 2+ threads; okpu_model_beside)."},
+    {"pairs", (PyCFunction)Model_pairs, METH_NOARGS,
+     "(layer, next layer) pairs: a shared KPU layer and the depthwise layer after it that reads its output, run in "
+     "one hand-out, each task a run of channels of both (the emulator on 2+ threads; okpu_model_paired)."},
     {"kpu_ram", (PyCFunction)Model_kpu_ram, METH_NOARGS, "A copy of the emulated 2 MiB KPU RAM, or None."},
     {"free", (PyCFunction)Model_free, METH_NOARGS, "Free the model now (idempotent)."},
     {"freed", (PyCFunction)Model_freed, METH_NOARGS, "True after free()."},

@@ -234,6 +234,74 @@ def test_side_chain(layout):
         m.free()
 
 
+def _pair_model(rng, layout):
+    """A v3 model: a depthwise layer, a 1x1 layer reading its output, and a depthwise layer reading the 1x1's (all
+    c channels, shared on 2+ threads), with what the NumPy reference makes of it step after step over a simulated KPU
+    RAM. layout "pair": the last layer writes the rows the 1x1 layer read; "narrow": the same on a 20x15 map (two
+    channels share each 64-byte row of KPU RAM); "bands": a 160x120 map of 16 channels (the 1x1 layer is split into
+    bands of rows); "in_place": the last layer writes over its own input; "both_to_main": the 1x1 layer's output is
+    copied to main memory too. Returns the model, its input, the expected outputs and KPU RAM, and the pairs the
+    emulator should make on 2+ threads."""
+    w, h, c = {"narrow": (20, 15, 32), "bands": (160, 120, 16)}.get(layout, (40, 30, 16))
+    rows = kw.kpu_map_rows(w, h, c)
+    src, d1, d2 = 0, rows, 2 * rows
+    d_last = {"in_place": d2}.get(layout, d1)
+
+    def conv(src_, dst, kernel, depthwise, main_out=None):
+        shape = (c, kernel, kernel) if depthwise else (c, c, kernel, kernel)
+        return kw.KpuConv(in_w=w, in_h=h, in_c=c, out_c=c, kernel=kernel, depthwise=depthwise,
+                          weights=rng.integers(0, 256, size=shape), bn_mul=[int(v) for v in rng.integers(1, 16, c)],
+                          bn_add=[int(v) for v in rng.integers(-99, 99, c)], bn_shift=[13 if depthwise else 15] * c,
+                          act=kw.ActTable.linear(), src=src_, dst=dst, arg_x=-7, shr_x=0, arg_w=-3, shr_w=1,
+                          pad_value=3, main_out=main_out)
+
+    n = c * w * h
+    first = conv(src, d1, 3, True)
+    one = conv(d1, d2, 1, False, main_out=n if layout == "both_to_main" else None)
+    last = conv(d2, d_last, 3, True, main_out=0)
+    outputs = [(0, n)] + ([(n, n)] if layout == "both_to_main" else [])
+    data = kw.V3Model(layers=[first, one, last], outputs=outputs).to_bytes()
+
+    x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
+    ram = np.zeros(2 * 1024 * 1024, np.uint8)
+    kref.kpu_upload(ram, src, x)
+    outs = []
+    for conv_ in (first, one, last):
+        y, _ = kref.kpu_layer(kref.kpu_download(ram, conv_.src, c, h, w), conv_)
+        kref.kpu_upload(ram, conv_.dst, y)
+        outs.append(y)
+    for y in outs:  # (saturated outputs would hide a layer that read the wrong bytes)
+        assert ((y > 0) & (y < 255)).mean() > 0.3, ((y == 0).mean(), (y == 255).mean())
+    want = [outs[2]] + ([outs[1]] if layout == "both_to_main" else [])
+    pairs = [(1, 2)] if layout in ("pair", "narrow", "bands") else []
+    return data, x, want, ram, pairs
+
+
+@pytest.mark.parametrize("split_all", [False, True])
+@pytest.mark.parametrize("layout", ["pair", "narrow", "bands", "in_place", "both_to_main"])
+def test_pair(layout, split_all, monkeypatch):
+    """A shared layer and the depthwise layer after it that reads its output run in one hand-out, each task a run of
+    channels of both (kpu_emu.c, "Pairs"), only where their tasks cannot meet: the outputs and the whole KPU RAM are
+    the step-by-step reference's on 1-3 threads either way, and the pair is made exactly when it may be; also with
+    every layer split one channel a task (OKPU_EMU_SPLIT_ALL=1: in "narrow", tasks then write the two halves of the
+    same 64-byte rows of KPU RAM)."""
+    if split_all:
+        monkeypatch.setenv("OKPU_EMU_SPLIT_ALL", "1")
+    rng = np.random.default_rng(11)
+    data, x, want, want_ram, want_pairs = _pair_model(rng, layout)
+    for threads in (1, 2, 3):
+        m = _kpu.Model(data, threads=threads)
+        assert m.pairs() == (want_pairs if threads > 1 else []), (threads, m.pairs())
+        for _ in range(2):  # the second pass starts from the first's KPU RAM and forwarding state
+            m.set_input(0, x.tobytes())
+            m.run()
+            for k, y in enumerate(want):
+                got = np.frombuffer(m.output(k)[0], np.uint8).reshape(y.shape)
+                assert np.array_equal(got, y), "threads=%d: output %d" % (threads, k)
+            assert np.array_equal(np.frombuffer(m.kpu_ram(), np.uint8), want_ram), "threads=%d: KPU RAM" % threads
+        m.free()
+
+
 def test_two_models_run_concurrently():
     datas = [heavy_model(1), heavy_model(2)]
     want = [run_once(d, seed=i, threads=1)[0] for i, d in enumerate(datas)]

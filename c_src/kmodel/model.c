@@ -319,6 +319,39 @@ static int plan_side_chains(okpu_model *m, okpu_error *err)
     return OKPU_OK;
 }
 
+/* The KPU layer run with a step's as a pair (okpu_kpu_conv_args.paired), or 0. */
+static int paired_of(const okpu_step *s)
+{
+    return s->kind == OKPU_STEP_KPU_CONV ? ((const okpu_kpu_conv_args *)s->args)->paired : 0;
+}
+
+/* Pairs (okpu_kpu_backend.run_pair): each KPU layer followed directly by a KPU layer that reads its output asks the
+ * backend whether the two run together; neither may already be in a side chain. Called after plan_side_chains. */
+static int plan_pairs(okpu_model *m, okpu_error *err)
+{
+    int i, rc, chained = 0; /* the last layer a side chain runs beside */
+    if (!m->kpu->prepare_pair || !m->kpu->run_pair)
+        return OKPU_OK;
+    for (i = 0; i + 1 < m->layer_count; i++) {
+        okpu_kpu_conv_args *first, *second;
+        if (beside_of(&m->layers[i].step) > chained)
+            chained = beside_of(&m->layers[i].step);
+        if (m->layers[i].step.kind != OKPU_STEP_KPU_CONV || m->layers[i + 1].step.kind != OKPU_STEP_KPU_CONV ||
+            i == chained || i + 1 == chained || beside_of(&m->layers[i].step) || beside_of(&m->layers[i + 1].step))
+            continue;
+        first = (okpu_kpu_conv_args *)m->layers[i].step.args;
+        second = (okpu_kpu_conv_args *)m->layers[i + 1].step.args;
+        rc = m->kpu->prepare_pair(m->kpu, &first->job, &second->job, err);
+        if (rc < 0)
+            return err && err->code != OKPU_OK ? err->code : OKPU_ERR_NO_MEM;
+        if (rc > 0) {
+            first->paired = i + 1;
+            i++; /* (the second runs in this pair: it starts none of its own) */
+        }
+    }
+    return OKPU_OK;
+}
+
 static void account_memory(okpu_model *m)
 {
     m->mem.context_bytes = sizeof *m + m->ctx_alloc_bytes;
@@ -399,6 +432,8 @@ okpu_model *okpu_model_load(const uint8_t *data, size_t size, const okpu_options
         rc = prepare_backend(m, err);
     if (rc == OKPU_OK)
         rc = plan_side_chains(m, err);
+    if (rc == OKPU_OK)
+        rc = plan_pairs(m, err);
     if (rc != OKPU_OK)
         goto fail;
 
@@ -613,6 +648,14 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
             i = next;
             continue;
         }
+        if (paired_of(s) == i + 1 && i + 1 < n_layers) {
+            rc = m->kpu->run_pair(m->kpu, &((const okpu_kpu_conv_args *)s->args)->job,
+                                  &((const okpu_kpu_conv_args *)m->layers[i + 1].step.args)->job, err);
+            if (rc != OKPU_OK)
+                return run_failed(m, i, rc, err);
+            i++;
+            continue;
+        }
         ctx.layer = i;
         ctx.body_offset = (long)m->layers[i].body_offset;
         rc = okpu_step_table[s->kind].run(&ctx, s->args, err);
@@ -702,6 +745,12 @@ int okpu_model_layer_info(const okpu_model *m, int index, okpu_layer_info *out)
 int okpu_model_beside(const okpu_model *m, int index)
 {
     const int next = m && index >= 0 && index < m->layer_count ? beside_of(&m->layers[index].step) : 0;
+    return next > 0 ? next : -1;
+}
+
+int okpu_model_paired(const okpu_model *m, int index)
+{
+    const int next = m && index >= 0 && index < m->layer_count ? paired_of(&m->layers[index].step) : 0;
     return next > 0 ? next : -1;
 }
 

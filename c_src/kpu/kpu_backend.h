@@ -57,6 +57,14 @@ struct okpu_kpu_backend {
     int (*run_beside)(okpu_kpu_backend *self, const okpu_kpu_layer_job *next, const okpu_kpu_layer_job *side,
                       void (*chain)(void *chain_ctx), void *chain_ctx, okpu_error *err);
     int (*run_side)(okpu_kpu_backend *self, const okpu_kpu_layer_job *side, okpu_error *err);
+    /* Pairs (NULL: the backend runs none). A KPU layer and the KPU layer of the next step, which reads its output
+     * (second->follows_producer), may run as one: the plan asks prepare_pair at load, after the side chains, whether
+     * the backend runs them together (1: yes, having taken what it needs; 0: no; -1 and err: no memory for it), and
+     * then runs both through run_pair, which leaves what run_layer on each in turn would. */
+    int (*prepare_pair)(okpu_kpu_backend *self, const okpu_kpu_layer_job *first, const okpu_kpu_layer_job *second,
+                        okpu_error *err);
+    int (*run_pair)(okpu_kpu_backend *self, const okpu_kpu_layer_job *first, const okpu_kpu_layer_job *second,
+                    okpu_error *err);
     size_t scratch_bytes; /* working memory the backend holds (prepare), for the memory report */
     void (*destroy)(okpu_kpu_backend *self);
     okpu_workers *workers; /* the backend's threads, which CPU steps may share between its layers (NULL: none) */

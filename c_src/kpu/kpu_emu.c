@@ -53,11 +53,13 @@ typedef struct okpu_kpu_emu {
     int split_all;      /* OKPU_EMU_SPLIT_ALL=1 (tests): every layer split, one channel per task */
     emu_worker *worker; /* nworkers entries, pointed into the block by each run */
     /* A layer's dense output planes, in turns: each run writes one and the next layer may read it (see "Forwarding"). */
-    uint8_t *outs[2], *outs_alloc[2]; /* (each OUT_SKEW x (i + 1) bytes into its allocation) */
+    uint8_t *outs[3], *outs_alloc[3]; /* (each OUT_SKEW x (i + 1) bytes into its allocation) */
+    int nouts;        /* 2, or 3 once a pair is prepared (see "Pairs") */
     size_t outs_size; /* bytes of each */
-    int turn;         /* the one the next run writes */
-    int fwd_valid;    /* outs[turn ^ 1] holds the output of fwd_job's layer, as KPU RAM has it */
+    int last;         /* outs[last] holds the last run's output; the next run writes another */
+    int fwd_valid;    /* outs[last] holds the output of fwd_job's layer, as KPU RAM has it */
     okpu_kpu_layer_job fwd_job;
+    emu_worker *pair_worker; /* nworkers entries: the second layer of a pair, once one is prepared */
     /* What a side job runs with (see "Side chains"): a block of its own, output planes included, and a worker record. */
     uint8_t *side_block;
     size_t side_size;
@@ -231,14 +233,16 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int sets
  * stores at equal page offsets stall on each other (4K aliasing). Unskewed, ULFFD's 160x120 layers ran 2-3% slower
  * than with their outputs in the block; 1088 or 2112 bytes in, no slower. */
 #define OUT_SKEW 1088u
+#define OUT_SLACK (3u * OUT_SKEW) /* each buffer's allocation: its bytes and this */
 
-/* The memory report's figure: the block, the prepared layers' weight terms, the two output buffers and the side
- * jobs' block. */
+/* The memory report's figure: the block, the prepared layers' weight terms, the output buffers, the side jobs' block
+ * and the pairs' worker records. */
 static void count_scratch(okpu_kpu_emu *e)
 {
-    const size_t outs = e->outs_alloc[0] ? 2u * (e->outs_size + 2u * OUT_SKEW) : 0u;
+    const size_t outs = e->outs_alloc[0] ? (size_t)e->nouts * (e->outs_size + OUT_SLACK) : 0u;
+    const size_t records = e->pair_worker ? (size_t)e->nworkers * sizeof *e->pair_worker : 0u;
 
-    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs + e->side_size;
+    e->base.scratch_bytes = e->scratch_size + e->wt_bytes + outs + e->side_size + records;
 }
 
 /* Grow the block to `bytes` (its contents need not survive: every run rewrites what it reads). */
@@ -260,7 +264,8 @@ static int reserve_scratch(okpu_kpu_emu *e, uint64_t bytes, int layer, okpu_erro
 }
 
 /* ---- Forwarding ----
- * A layer's output planes (dense, channel after channel) go to one of two buffers of the emulator's, in turns, not
+ * A layer's output planes (dense, channel after channel) go to one of two buffers of the emulator's (three once a
+ * pair is prepared: the pair's two layers write one each while the first may read the last run's), in turns, not
  * into the block, so they outlive the run: a 1x1 layer that reads the whole output of the layer run just before it
  * (okpu_kpu_layer_job.follows_producer, which the plan sets, and the emulator checks against the last run it made)
  * takes those planes as its input planes instead of loading them back out of KPU RAM, where they are the same bytes
@@ -271,30 +276,34 @@ static void free_outs(okpu_kpu_emu *e)
 {
     int i;
 
-    for (i = 0; i < 2; i++) {
-        okpu_free(e->opts.allocator, e->outs_alloc[i], e->outs_size + 2u * OUT_SKEW);
+    for (i = 0; i < 3; i++) {
+        okpu_free(e->opts.allocator, e->outs_alloc[i], e->outs_size + OUT_SLACK);
         e->outs_alloc[i] = e->outs[i] = NULL;
     }
     e->outs_size = 0;
     e->fwd_valid = 0;
 }
 
-/* Grow both output buffers to the layer's output map (at most 2 MiB: it fits KPU RAM, okpu_kpu_args_check). */
+/* Grow the output buffers (e->nouts of them) to the layer's output map (at most 2 MiB: it fits KPU RAM,
+ * okpu_kpu_args_check). */
 static int reserve_outs(okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, okpu_error *err)
 {
-    const size_t bytes = (size_t)a->out_width * a->out_height * a->out_channels; /* < 2^30: 10-bit fields */
+    size_t bytes = (size_t)a->out_width * a->out_height * a->out_channels; /* < 2^30: 10-bit fields */
     int i;
 
-    if (bytes <= e->outs_size)
+    if (bytes <= e->outs_size && e->outs_alloc[e->nouts - 1])
         return OKPU_OK;
+    bytes = bytes > e->outs_size ? bytes : e->outs_size;
     free_outs(e);
     count_scratch(e);
-    for (i = 0; i < 2; i++) {
-        if (!(e->outs_alloc[i] = okpu_alloc(e->opts.allocator, bytes + 2u * OUT_SKEW))) {
-            okpu_free(e->opts.allocator, e->outs_alloc[0], bytes + 2u * OUT_SKEW);
-            e->outs_alloc[0] = e->outs[0] = NULL;
+    for (i = 0; i < e->nouts; i++) {
+        if (!(e->outs_alloc[i] = okpu_alloc(e->opts.allocator, bytes + OUT_SLACK))) {
+            while (i-- > 0) {
+                okpu_free(e->opts.allocator, e->outs_alloc[i], bytes + OUT_SLACK);
+                e->outs_alloc[i] = e->outs[i] = NULL;
+            }
             return okpu_fail(err, OKPU_ERR_NO_MEM, layer, -1,
-                             "layer %d: no memory for the KPU emulator's two %lu-byte output maps", layer,
+                             "layer %d: no memory for the KPU emulator's %d %lu-byte output maps", layer, e->nouts,
                              (unsigned long)bytes);
         }
         e->outs[i] = e->outs_alloc[i] + OUT_SKEW * (unsigned)(i + 1);
@@ -302,6 +311,12 @@ static int reserve_outs(okpu_kpu_emu *e, const okpu_kpu_args *a, int layer, okpu
     e->outs_size = bytes;
     count_scratch(e);
     return OKPU_OK;
+}
+
+/* The buffer the next run writes: not the last run's, which it may read. */
+static int next_out(const okpu_kpu_emu *e)
+{
+    return (e->last + 1) % e->nouts;
 }
 
 /* The layer as far as its weights go (what the w-offset terms and the packed weights need). */
@@ -864,18 +879,28 @@ static int job_ready(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint64_t *b
     return total > e->scratch_size ? reserve_scratch(e, total, job->layer, err) : OKPU_OK;
 }
 
-/* Run a ready job's layer (one map) with the block at `block`, split over `sets` workers (the worker records
- * workers[0 .. sets)) on `pool` (NULL: the calling thread alone), its output planes into `out` (NULL: the block's)
- * and its input planes `in` (a 1x1 layer's, forwarded) or, NULL, loaded from KPU RAM; with `side`, side(side_ctx)
- * is one more task of its channels' hand-out (see "Side chains"). */
-static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *block, int sets, emu_worker *workers,
-                    okpu_workers *pool, uint8_t *out, const uint8_t *in, void (*side)(void *), void *side_ctx)
-{
-    const okpu_kpu_args *a = &job->args;
-    okpu_kpu_args picked;
+/* A layer made ready to run its channels: what setup_job leaves for the channels' hand-out (T points into it). */
+typedef struct job_run {
+    okpu_kpu_args picked; /* (pick_layer's arguments, when L.a points here) */
     emu_layer L;
     emu_shared S;
     channel_tasks T;
+    uint32_t tasks; /* runs of channels, each T.bands tasks, and one more with T.side */
+} job_run;
+
+/* Make a ready job's layer (one map) ready to run its channels, into *R: with the block at `block`, split over `sets`
+ * workers (the worker records workers[0 .. sets)) on `pool` (NULL: the calling thread alone), its output planes into
+ * `out` (NULL: the block's) and its input planes `in` (a 1x1 layer's, forwarded) or, NULL, loaded from KPU RAM
+ * (here, unless each channel task loads its own: R->T.load); with `side`, side(side_ctx) is one more task of its
+ * channels' hand-out (see "Side chains"). */
+static void setup_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *block, int sets, emu_worker *workers,
+                      okpu_workers *pool, uint8_t *out, const uint8_t *in, void (*side)(void *), void *side_ctx,
+                      job_run *R)
+{
+    const okpu_kpu_args *a = &job->args;
+    emu_layer *const L = &R->L;
+    emu_shared *const S = &R->S;
+    channel_tasks *const T = &R->T;
     uint8_t *at[PART_COUNT], *next;
     uint64_t part[PART_COUNT], total;
     uint32_t s;
@@ -906,88 +931,88 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
         W->share = (a->out_channels + (uint32_t)sets - 1u) / (uint32_t)sets;
     }
 
-    memset(&L, 0, sizeof L);
-    L.a = a;
-    L.weights = job->weights;
-    L.bn_raw = job->bn;
-    L.eight_bit = job->eight_bit;
-    okpu_kpu_act_decode(job->act, &L.act);
-    L.act_sorted = 1;
+    memset(L, 0, sizeof *L);
+    L->a = a;
+    L->weights = job->weights;
+    L->bn_raw = job->bn;
+    L->eight_bit = job->eight_bit;
+    okpu_kpu_act_decode(job->act, &L->act);
+    L->act_sorted = 1;
     for (s = 1; s < 16; s++)
-        if (L.act.x_start[s] < L.act.x_start[s - 1])
-            L.act_sorted = 0;
-    L.w = a->in_width;
-    L.h = a->in_height;
-    L.k = okpu_kpu_kernel_size(a);
-    L.kk = L.k * L.k;
-    L.ic = a->in_channels;
-    L.oc = a->out_channels;
-    L.g_ic = a->depthwise ? 1u : L.ic;
-    L.pad = L.k / 2;
-    L.pitch = L.w + 2 * L.pad;
-    L.plane = (size_t)L.pitch * (L.h + 2 * L.pad);
-    L.round = e->opts.act_round;
-    L.offset_mode = e->opts.conv_offset;
-    L.mean_border = e->opts.mean_border;
-    L.sse41 = e->sse41;
-    L.avx2 = e->avx2;
-    L.avx512 = e->avx512;
-    L.avx512bw = e->avx512bw;
-    L.src_w = L.w;
-    L.src_h = L.h;
-    L.in = in ? in : at[PART_IN];
-    L.acc_stride = (size_t)align8(L.plane); /* (a picked layer's runs need fewer) */
-    okpu_emu_fold(&L);
+        if (L->act.x_start[s] < L->act.x_start[s - 1])
+            L->act_sorted = 0;
+    L->w = a->in_width;
+    L->h = a->in_height;
+    L->k = okpu_kpu_kernel_size(a);
+    L->kk = L->k * L->k;
+    L->ic = a->in_channels;
+    L->oc = a->out_channels;
+    L->g_ic = a->depthwise ? 1u : L->ic;
+    L->pad = L->k / 2;
+    L->pitch = L->w + 2 * L->pad;
+    L->plane = (size_t)L->pitch * (L->h + 2 * L->pad);
+    L->round = e->opts.act_round;
+    L->offset_mode = e->opts.conv_offset;
+    L->mean_border = e->opts.mean_border;
+    L->sse41 = e->sse41;
+    L->avx2 = e->avx2;
+    L->avx512 = e->avx512;
+    L->avx512bw = e->avx512bw;
+    L->src_w = L->w;
+    L->src_h = L->h;
+    L->in = in ? in : at[PART_IN];
+    L->acc_stride = (size_t)align8(L->plane); /* (a picked layer's runs need fewer) */
+    okpu_emu_fold(L);
     if (!e->reference)
-        pick_layer(&L, &picked);
+        pick_layer(L, &R->picked);
 
-    memset(&T, 0, sizeof T);
-    T.L = &L;
-    T.worker = workers;
-    T.out = out ? out : at[PART_OUT];
-    T.ram = e->base.ram;
-    T.planes = at[PART_IN];
-    T.main_out = job->main_out;
-    T.side = side;
-    T.side_ctx = side_ctx;
-    T.per_task = items_per_task(e, sets, L.oc);
+    memset(T, 0, sizeof *T);
+    T->L = L;
+    T->worker = workers;
+    T->out = out ? out : at[PART_OUT];
+    T->ram = e->base.ram;
+    T->planes = at[PART_IN];
+    T->main_out = job->main_out;
+    T->side = side;
+    T->side_ctx = side_ctx;
+    T->per_task = items_per_task(e, sets, L->oc);
     /* Whole quads: a quad split between tasks is computed by each (a layer of 8 channels split one channel a task
      * computed each quad four times). OKPU_EMU_SPLIT_ALL keeps one channel a task, to test those boundaries. */
-    if (!e->reference && okpu_emu_by_quads(&L) && !e->split_all)
-        T.per_task = (T.per_task + 3u) / 4u * 4u;
+    if (!e->reference && okpu_emu_by_quads(L) && !e->split_all)
+        T->per_task = (T->per_task + 3u) / 4u * 4u;
     /* A depthwise channel reads its own input channel alone: its task can load it, unless another task's output
      * could overwrite an input channel not yet loaded. Otherwise every input channel is loaded first. */
-    T.load = a->depthwise && rows_disjoint(a);
+    T->load = a->depthwise && rows_disjoint(a);
     if (!e->reference) {
         const w_terms *t = w_terms_find(e, job);
-        memset(&S, 0, sizeof S);
-        S.x_term = (int64_t *)(void *)at[PART_X_TERM];
-        S.x_table = (int64_t *)(void *)at[PART_X_TABLE];
+        memset(S, 0, sizeof *S);
+        S->x_term = (int64_t *)(void *)at[PART_X_TERM];
+        S->x_table = (int64_t *)(void *)at[PART_X_TABLE];
         if (t) {
-            S.w_const = t->term;
+            S->w_const = t->term;
         } else {
             int64_t *fresh = (int64_t *)(void *)at[PART_W_TERM];
             w_terms_fill(e, job, fresh);
-            S.w_const = fresh;
+            S->w_const = fresh;
         }
-        if (okpu_emu_by_quads(&L)) {
-            okpu_emu_pair_offsets(&L, (uint32_t *)(void *)at[PART_PAIR_OFF]);
-            S.pair_off = (const uint32_t *)(void *)at[PART_PAIR_OFF];
+        if (okpu_emu_by_quads(L)) {
+            okpu_emu_pair_offsets(L, (uint32_t *)(void *)at[PART_PAIR_OFF]);
+            S->pair_off = (const uint32_t *)(void *)at[PART_PAIR_OFF];
         }
-        S.packed = t ? t->packed : NULL;
-        if (!L.folded) /* (folded: no x-offset term is computed, see okpu_emu_fold) */
-            okpu_emu_x_table_fill(&L, &S);
-        okpu_emu_act_fast_init(&L.act, L.act_sorted, &S.act);
-        T.S = &S;
+        S->packed = t ? t->packed : NULL;
+        if (!L->folded) /* (folded: no x-offset term is computed, see okpu_emu_fold) */
+            okpu_emu_x_table_fill(L, S);
+        okpu_emu_act_fast_init(&L->act, L->act_sorted, &S->act);
+        T->S = S;
     }
-    if (!T.load) {
+    if (!T->load) {
         /* The input, and a non-depthwise fast layer's x-offset plane: zero (arg_x = 0), added by the input tasks
          * (into the plane itself on one worker, into the workers' parts summed after: see x_parts), or computed in
          * row bands once the input is in. */
         enum { X_NONE, X_ZERO, X_DIRECT, X_PARTS, X_BANDS } x_mode;
-        const size_t n = (size_t)L.w * L.h;
+        const size_t n = (size_t)L->w * L->h;
         input_tasks IT;
-        x_mode = e->reference || a->depthwise || L.folded ? X_NONE /* folded: the terms are in the weights */
+        x_mode = e->reference || a->depthwise || L->folded ? X_NONE /* folded: the terms are in the weights */
                  : a->arg_x == 0              ? X_ZERO
                  : in                         ? X_BANDS /* forwarded: nothing to load, the planes are in */
                  : sets < 2                   ? X_DIRECT
@@ -995,49 +1020,56 @@ static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *blo
                                               : X_BANDS;
         IT.ram = e->base.ram;
         IT.planes = at[PART_IN];
-        IT.L = &L;
-        IT.S = x_mode == X_DIRECT || x_mode == X_PARTS ? &S : NULL;
+        IT.L = L;
+        IT.S = x_mode == X_DIRECT || x_mode == X_PARTS ? S : NULL;
         IT.worker = workers;
-        IT.per_task = items_per_task(e, sets, L.ic);
+        IT.per_task = items_per_task(e, sets, L->ic);
         IT.parts = x_mode == X_PARTS;
         IT.bands = 0;
         IT.band_rows = 0;
-        if (sets > 1 && !IT.S && L.ic < (uint32_t)e->nworkers * TASKS_PER_WORKER && load_row_count(&L) > 1u) {
-            const uint32_t rows = load_row_count(&L);
-            IT.bands = (e->nworkers * TASKS_PER_WORKER + L.ic - 1u) / L.ic;
+        if (sets > 1 && !IT.S && L->ic < (uint32_t)e->nworkers * TASKS_PER_WORKER && load_row_count(L) > 1u) {
+            const uint32_t rows = load_row_count(L);
+            IT.bands = (e->nworkers * TASKS_PER_WORKER + L->ic - 1u) / L->ic;
             IT.bands = e->split_all ? rows : IT.bands < rows ? IT.bands : rows;
             IT.band_rows = (rows + IT.bands - 1u) / IT.bands;
         }
         if (x_mode == X_ZERO || x_mode == X_DIRECT)
-            memset(S.x_term, 0, n * sizeof *S.x_term);
+            memset(S->x_term, 0, n * sizeof *S->x_term);
         if (!in)
-            okpu_workers_run(pool, IT.bands ? L.ic * IT.bands : (L.ic + IT.per_task - 1u) / IT.per_task, input_task,
+            okpu_workers_run(pool, IT.bands ? L->ic * IT.bands : (L->ic + IT.per_task - 1u) / IT.per_task, input_task,
                              &IT);
         if (x_mode == X_PARTS) {
             x_sum_tasks XT;
             const uint32_t tasks = (uint32_t)e->nworkers * TASKS_PER_WORKER;
-            XT.L = &L;
-            XT.S = &S;
+            XT.L = L;
+            XT.S = S;
             XT.worker = workers;
             XT.nworkers = sets;
             XT.per_task = (n + tasks - 1u) / tasks; /* (not one pixel a task under OKPU_EMU_SPLIT_ALL) */
             okpu_workers_run(pool, (uint32_t)((n + XT.per_task - 1u) / XT.per_task), x_sum_task, &XT);
         } else if (x_mode == X_BANDS) {
             x_term_bands B;
-            B.L = &L;
-            B.S = &S;
-            B.rows = items_per_task(e, sets, L.h);
-            okpu_workers_run(pool, (L.h + B.rows - 1u) / B.rows, x_term_band, &B);
+            B.L = L;
+            B.S = S;
+            B.rows = items_per_task(e, sets, L->h);
+            okpu_workers_run(pool, (L->h + B.rows - 1u) / B.rows, x_term_band, &B);
         } else if (x_mode == X_DIRECT) {
-            okpu_emu_x_term_finish(&L, S.x_term, 0, n);
+            okpu_emu_x_term_finish(L, S->x_term, 0, n);
         }
     }
-    {
-        const uint32_t tasks = (L.oc + T.per_task - 1u) / T.per_task;
-        T.bands = T.load ? 1u : channel_bands(e, &L, tasks, sets);
-        T.band_rows = (L.h + T.bands - 1u) / T.bands;
-        okpu_workers_run(pool, tasks * T.bands + (side ? 1u : 0u), channel_task, &T);
-    }
+    R->tasks = (L->oc + T->per_task - 1u) / T->per_task;
+    T->bands = T->load ? 1u : channel_bands(e, L, R->tasks, sets);
+    T->band_rows = (L->h + T->bands - 1u) / T->bands;
+}
+
+/* Run a ready job's layer: setup_job's arguments, then its channels. */
+static void run_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *block, int sets, emu_worker *workers,
+                    okpu_workers *pool, uint8_t *out, const uint8_t *in, void (*side)(void *), void *side_ctx)
+{
+    job_run R;
+
+    setup_job(e, job, block, sets, workers, pool, out, in, side, side_ctx, &R);
+    okpu_workers_run(pool, R.tasks * R.T.bands + (side ? 1u : 0u), channel_task, &R.T);
 }
 
 /* Is the job of a kind that takes its input from the last run's output when that run was its producer's? */
@@ -1054,7 +1086,7 @@ static const uint8_t *forwarded_input(const okpu_kpu_emu *e, const okpu_kpu_laye
 {
     return takes_forwarded(e, job) && e->fwd_valid && e->fwd_job.layer == job->layer - 1 &&
                    okpu_kpu_reads_output_of(&e->fwd_job, job)
-               ? e->outs[e->turn ^ 1]
+               ? e->outs[e->last]
                : NULL;
 }
 
@@ -1063,12 +1095,12 @@ static const uint8_t *forwarded_input(const okpu_kpu_emu *e, const okpu_kpu_laye
 static void run_turn(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, void (*side)(void *), void *side_ctx)
 {
     const uint8_t *in = forwarded_input(e, job);
+    const int to = next_out(e);
 
-    run_job(e, job, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[e->turn], in, side,
-            side_ctx);
+    run_job(e, job, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[to], in, side, side_ctx);
     e->fwd_valid = 1;
     e->fwd_job = *job;
-    e->turn ^= 1;
+    e->last = to;
 }
 
 static int emu_run_layer(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err)
@@ -1172,6 +1204,144 @@ static int emu_run_beside(okpu_kpu_backend *self, const okpu_kpu_layer_job *next
     return OKPU_OK;
 }
 
+/* ---- Pairs ----
+ * A shared layer and the depthwise layer after it that reads its output: each channel of the second reads the same
+ * channel of the first alone, so one hand-out runs both, each task a run of channels of the first and then the same
+ * channels of the second (pair_task), where two hand-outs and the wait for the first's last task were (ULFFD's and
+ * MobileNet's 1x1 layers are each followed by a depthwise one). Each layer has its block (the first's, a gap, the
+ * second's) and its worker records, and writes its own output buffer, neither the last run's, which the first may
+ * read (forwarded). What the tasks may then meet in KPU RAM:
+ * - the second writes rows that neither layer reads: its input rows are the first's output rows (rows_disjoint),
+ *   and the first reads none in its channel tasks (its input planes are loaded, or forwarded, before they start; a
+ *   depthwise first layer that loads in its tasks is not paired);
+ * - a task reads the second's input channels, in KPU RAM, where the same task wrote them, and no other bytes;
+ * - main memory: at most one of the two copies its output there.
+ * A first layer split into bands of rows (few channels over many pixels: channel_bands) runs its hand-out, and then
+ * the second's, as unpaired layers do. */
+
+/* May `second` run paired with `first` (both checked, one map each, the second depthwise reading the first's output
+ * whole, both shared, and what the tasks touch apart as above)? */
+static int pair_fits(const okpu_kpu_emu *e, const okpu_kpu_layer_job *first, const okpu_kpu_layer_job *second)
+{
+    const okpu_kpu_args *f = &first->args, *d = &second->args;
+
+    return !e->reference && e->nworkers > 1 && first->batches <= 1u && second->batches <= 1u && first->weights &&
+           first->bn && first->act && second->weights && second->bn && second->act &&
+           okpu_kpu_args_check(f, first->layer, -1, NULL) == OKPU_OK &&
+           okpu_kpu_args_check(d, second->layer, -1, NULL) == OKPU_OK && d->depthwise &&
+           d->out_channels == f->out_channels && second->follows_producer && okpu_kpu_reads_output_of(first, second) &&
+           layer_workers(e, f) > 1 && layer_workers(e, d) > 1 && rows_disjoint(d) &&
+           !(f->depthwise && rows_disjoint(f)) && !(first->main_out && second->main_out);
+}
+
+/* The block a pair needs: the first's block, a gap, the second's (*first_block: the first's bytes). */
+static int pair_scratch(const okpu_kpu_emu *e, const okpu_kpu_layer_job *first, const okpu_kpu_layer_job *second,
+                        uint64_t *first_block, uint64_t *total, okpu_error *err)
+{
+    uint64_t part[PART_COUNT], one, two;
+    int rc;
+
+    if ((rc = scratch_parts(e, &first->args, layer_workers(e, &first->args), 0, first->layer, part, &one, err)) !=
+            OKPU_OK ||
+        (rc = scratch_parts(e, &second->args, layer_workers(e, &second->args), 0, second->layer, part, &two, err)) !=
+            OKPU_OK)
+        return rc;
+    *first_block = one;
+    if (okpu_add_ovf(one, WORKER_GAP, OKPU_SIZE_LIMIT, &one) || okpu_add_ovf(one, two, OKPU_SIZE_LIMIT, total) ||
+        *total > (uint64_t)(size_t)-1)
+        return okpu_fail(err, OKPU_ERR_PARAM, second->layer, -1,
+                         "layer %d: the KPU emulator's work area for layers %d and %d run together does not fit in "
+                         "memory",
+                         second->layer, first->layer, second->layer);
+    return OKPU_OK;
+}
+
+static int emu_prepare_pair(okpu_kpu_backend *self, const okpu_kpu_layer_job *first,
+                            const okpu_kpu_layer_job *second, okpu_error *err)
+{
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    uint64_t first_block, total;
+    int rc;
+
+    if (!pair_fits(e, first, second) || pair_scratch(e, first, second, &first_block, &total, NULL) != OKPU_OK)
+        return 0;
+    if (!e->pair_worker) {
+        e->pair_worker = okpu_alloc(e->opts.allocator, (size_t)e->nworkers * sizeof *e->pair_worker);
+        if (!e->pair_worker) {
+            okpu_fail(err, OKPU_ERR_NO_MEM, first->layer, -1,
+                      "layer %d: no memory for the KPU emulator's worker records of a pair", first->layer);
+            return -1;
+        }
+        count_scratch(e);
+    }
+    e->nouts = 3;
+    if ((rc = reserve_outs(e, &first->args, first->layer, err)) != OKPU_OK ||
+        (rc = reserve_outs(e, &second->args, second->layer, err)) != OKPU_OK ||
+        (rc = reserve_scratch(e, total, second->layer, err)) != OKPU_OK)
+        return -1;
+    return 1;
+}
+
+typedef struct pair_tasks {
+    channel_tasks *first, *second;
+} pair_tasks;
+
+static void pair_task(void *ctx, int worker, uint32_t task)
+{
+    const pair_tasks *P = ctx;
+
+    channel_task(P->first, worker, task);
+    channel_task(P->second, worker, task);
+}
+
+static int emu_run_pair(okpu_kpu_backend *self, const okpu_kpu_layer_job *first, const okpu_kpu_layer_job *second,
+                        okpu_error *err)
+{
+    okpu_kpu_emu *e = (okpu_kpu_emu *)(void *)self;
+    uint64_t first_block, total;
+    int rc;
+
+    if ((rc = job_ready(e, first, NULL, err)) != OKPU_OK) {
+        e->fwd_valid = 0;
+        return rc;
+    }
+    /* (a pair no prepare accepted: one layer after the other) */
+    if (!e->pair_worker || e->nouts < 3 || !pair_fits(e, first, second)) {
+        run_turn(e, first, NULL, NULL);
+        return emu_run_layer(self, second, err);
+    }
+    if ((rc = job_ready(e, second, NULL, err)) != OKPU_OK ||
+        (rc = pair_scratch(e, first, second, &first_block, &total, err)) != OKPU_OK ||
+        (rc = reserve_scratch(e, total, second->layer, err)) != OKPU_OK) {
+        e->fwd_valid = 0;
+        return rc;
+    }
+    {
+        const okpu_kpu_args *f = &first->args;
+        const int to_first = next_out(e), to_second = (e->last + 2) % 3;
+        job_run A, B;
+
+        setup_job(e, first, e->scratch, layer_workers(e, f), e->worker, e->pool, e->outs[to_first],
+                  forwarded_input(e, first), NULL, NULL, &A);
+        setup_job(e, second, e->scratch + first_block + WORKER_GAP, layer_workers(e, &second->args), e->pair_worker,
+                  e->pool, e->outs[to_second], NULL, NULL, NULL, &B);
+        if (A.T.bands == 1u && B.T.load) {
+            pair_tasks P;
+            B.T.per_task = A.T.per_task; /* (the same channel count: pair_fits) */
+            P.first = &A.T;
+            P.second = &B.T;
+            okpu_workers_run(e->pool, A.tasks, pair_task, &P);
+        } else {
+            okpu_workers_run(e->pool, A.tasks * A.T.bands, channel_task, &A.T);
+            okpu_workers_run(e->pool, B.tasks * B.T.bands, channel_task, &B.T);
+        }
+        e->fwd_valid = 1;
+        e->fwd_job = *second;
+        e->last = to_second;
+    }
+    return OKPU_OK;
+}
+
 typedef struct batch_tasks {
     okpu_kpu_emu *e;
     const okpu_kpu_layer_job *job;
@@ -1221,8 +1391,8 @@ static int emu_run_batches(okpu_kpu_backend *self, const okpu_kpu_layer_job *job
     }
     for (b = 0; b < job->batches; b++) {
         okpu_kpu_job_batch(job, b, NULL, &one);
-        run_job(e, &one, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[e->turn], NULL, NULL,
-                NULL);
+        run_job(e, &one, e->scratch, layer_workers(e, &job->args), e->worker, e->pool, e->outs[next_out(e)], NULL,
+                NULL, NULL);
     }
     return OKPU_OK;
 }
@@ -1248,6 +1418,7 @@ static void emu_destroy(okpu_kpu_backend *self)
     okpu_free(alloc, e->wt, e->wt_cap * sizeof *e->wt);
     okpu_workers_destroy(e->pool);
     okpu_free(alloc, e->worker, (size_t)e->nworkers * sizeof *e->worker);
+    okpu_free(alloc, e->pair_worker, (size_t)e->nworkers * sizeof *e->pair_worker);
     if (e->owns_ram)
         okpu_free(alloc, e->base.ram, OKPU_KPU_RAM_SIZE);
     okpu_free(alloc, e, sizeof *e);
@@ -1294,8 +1465,11 @@ static okpu_kpu_backend *emu_create(const okpu_options *opts, int reference, uin
     e->base.prepare_beside = emu_prepare_beside;
     e->base.run_beside = emu_run_beside;
     e->base.run_side = emu_run_side;
+    e->base.prepare_pair = emu_prepare_pair;
+    e->base.run_pair = emu_run_pair;
     e->base.destroy = emu_destroy;
     e->nworkers = 1;
+    e->nouts = 2;
     e->pool = okpu_workers_create(threads, e->opts.allocator, err);
     if (e->pool)
         e->nworkers = okpu_workers_count(e->pool);

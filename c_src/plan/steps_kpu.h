@@ -12,6 +12,8 @@ typedef struct okpu_kpu_conv_args {
     okpu_kpu_layer_job job;
     int beside; /* > 0: this layer and the main-memory steps after it run as one task beside KPU layer `beside`'s
                  * shared channels (a side chain, okpu_kpu_backend.run_beside; model.c sets it at load); 0: none */
+    int paired; /* > 0: KPU layer `paired`, the next step, runs together with this one (a pair,
+                 * okpu_kpu_backend.run_pair; model.c sets it at load); 0: none */
 } okpu_kpu_conv_args;
 
 /* A planar u8 C x H x W map copied into KPU RAM at `row` in KPU layout, `batches` maps of rows_per_batch rows. */

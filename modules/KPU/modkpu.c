@@ -632,14 +632,13 @@ static mp_obj_t kpu_model_work(mp_obj_t self_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_work_obj, kpu_model_work);
 
-/* (side layer, layer) pairs: a KPU layer run with the CPU steps after it as one task beside the next KPU layer's
- * shared channels (the emulator on 2+ threads; none on the K210's own KPU). */
-static mp_obj_t kpu_model_side_chains(mp_obj_t self_in) {
+/* (layer, other layer) for each layer that `of` pairs with another, in layer order. */
+static mp_obj_t kpu_layer_pairs(mp_obj_t self_in, int (*of)(const okpu_model *, int)) {
     kpu_model_obj_t *self = kpu_get_model(self_in);
     int count = okpu_model_layer_count(self->model);
     mp_obj_t list = mp_obj_new_list(0, NULL);
     for (int i = 0; i < count; i++) {
-        int next = okpu_model_beside(self->model, i);
+        int next = of(self->model, i);
         if (next >= 0) {
             mp_obj_t pair[2] = {MP_OBJ_NEW_SMALL_INT(i), MP_OBJ_NEW_SMALL_INT(next)};
             mp_obj_list_append(list, mp_obj_new_tuple(2, pair));
@@ -647,7 +646,20 @@ static mp_obj_t kpu_model_side_chains(mp_obj_t self_in) {
     }
     return list;
 }
+
+/* (side layer, layer) pairs: a KPU layer run with the CPU steps after it as one task beside the next KPU layer's
+ * shared channels (the emulator on 2+ threads; none on the K210's own KPU). */
+static mp_obj_t kpu_model_side_chains(mp_obj_t self_in) {
+    return kpu_layer_pairs(self_in, okpu_model_beside);
+}
 static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_side_chains_obj, kpu_model_side_chains);
+
+/* (layer, next layer) pairs: a shared KPU layer and the depthwise layer after it that reads its output, run in one
+ * hand-out (the emulator on 2+ threads; none on the K210's own KPU). */
+static mp_obj_t kpu_model_pairs(mp_obj_t self_in) {
+    return kpu_layer_pairs(self_in, okpu_model_paired);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(kpu_model_pairs_obj, kpu_model_pairs);
 
 static mp_obj_t kpu_model_memory(mp_obj_t self_in) {
     kpu_model_obj_t *self = kpu_get_model(self_in);
@@ -718,6 +730,7 @@ static const mp_rom_map_elem_t kpu_model_locals_dict_table[] = {
     { MP_ROM_QSTR(MP_QSTR_memory), MP_ROM_PTR(&kpu_model_memory_obj) },
     { MP_ROM_QSTR(MP_QSTR_work), MP_ROM_PTR(&kpu_model_work_obj) },
     { MP_ROM_QSTR(MP_QSTR_side_chains), MP_ROM_PTR(&kpu_model_side_chains_obj) },
+    { MP_ROM_QSTR(MP_QSTR_pairs), MP_ROM_PTR(&kpu_model_pairs_obj) },
     { MP_ROM_QSTR(MP_QSTR_kpu_ram), MP_ROM_PTR(&kpu_model_kpu_ram_obj) },
     { MP_ROM_QSTR(MP_QSTR_heap_bytes), MP_ROM_PTR(&kpu_model_heap_bytes_obj) },
     { MP_ROM_QSTR(MP_QSTR_free), MP_ROM_PTR(&kpu_model_free_obj) },
