@@ -238,11 +238,12 @@ def _pair_model(rng, layout):
     """A v3 model: a depthwise layer, a 1x1 layer reading its output, and a depthwise layer reading the 1x1's (all
     c channels, shared on 2+ threads), with what the NumPy reference makes of it step after step over a simulated KPU
     RAM. layout "pair": the last layer writes the rows the 1x1 layer read; "narrow": the same on a 20x15 map (two
-    channels share each 64-byte row of KPU RAM); "bands": a 160x120 map of 16 channels (the 1x1 layer is split into
-    bands of rows); "in_place": the last layer writes over its own input; "both_to_main": the 1x1 layer's output is
-    copied to main memory too. Returns the model, its input, the expected outputs and KPU RAM, and the pairs the
-    emulator should make on 2+ threads."""
-    w, h, c = {"narrow": (20, 15, 32), "bands": (160, 120, 16)}.get(layout, (40, 30, 16))
+    channels share each 64-byte row of KPU RAM); "bands": an 80x60 map of 16 channels (the 1x1 layer's channels run in
+    bands of rows: the pair runs one hand-out after the other); "rows": 160x120 (both layers shared by rows, band
+    after band: not paired); "in_place": the last layer writes over its own input; "both_to_main": the 1x1 layer's
+    output is copied to main memory too. Returns the model, its input, the expected outputs and KPU RAM, and the pairs
+    the emulator should make on 2+ threads."""
+    w, h, c = {"narrow": (20, 15, 32), "bands": (80, 60, 16), "rows": (160, 120, 16)}.get(layout, (40, 30, 16))
     rows = kw.kpu_map_rows(w, h, c)
     src, d1, d2 = 0, rows, 2 * rows
     d_last = {"in_place": d2}.get(layout, d1)
@@ -278,7 +279,7 @@ def _pair_model(rng, layout):
 
 
 @pytest.mark.parametrize("split_all", [False, True])
-@pytest.mark.parametrize("layout", ["pair", "narrow", "bands", "in_place", "both_to_main"])
+@pytest.mark.parametrize("layout", ["pair", "narrow", "bands", "rows", "in_place", "both_to_main"])
 def test_pair(layout, split_all, monkeypatch):
     """A shared layer and the depthwise layer after it that reads its output run in one hand-out, each task a run of
     channels of both (kpu_emu.c, "Pairs"), only where their tasks cannot meet: the outputs and the whole KPU RAM are

@@ -753,6 +753,8 @@ __attribute__((target("avx512f,avx512bw"))) static void dw3_avx512(const int16_t
 static int dw3_accumulate(const emu_layer *L, uint32_t c, const emu_shared *S, emu_worker *W, size_t n)
 {
     const uint8_t *in = L->in + (size_t)c * L->plane;
+    /* the rows the taps read: the whole plane, or a band's (a layer by rows: its planes start at the band's row) */
+    const size_t used = (size_t)(L->h + 2u) * L->pitch < L->plane ? (size_t)(L->h + 2u) * L->pitch : L->plane;
     uint32_t own[6];
     const uint32_t *pk = S->packed ? S->packed + (size_t)c * 6u : own;
     size_t i;
@@ -761,9 +763,9 @@ static int dw3_accumulate(const emu_layer *L, uint32_t c, const emu_shared *S, e
         return 0;
     if (!S->packed)
         okpu_emu_pack_dw3(L, c, own);
-    for (i = 0; i < L->plane; i++)
+    for (i = 0; i < used; i++)
         W->wide[i] = in[i];
-    memset(W->wide + L->plane, 0, EMU_WIDE_SLACK * sizeof *W->wide);
+    memset(W->wide + used, 0, EMU_WIDE_SLACK * sizeof *W->wide);
 #ifdef EMU_AVX2
     if (L->avx512bw && n >= 32) {
         dw3_avx512(W->wide, L->pitch, pk, (uint32_t)L->acc_bias, (uint32_t *)(void *)W->acc, n);
