@@ -165,6 +165,56 @@ def test_few_quads_in_bands(kernel, pool_type, arg_x, shr_x):
         m.free()
 
 
+@pytest.mark.parametrize("split", ["0", "1"])
+@pytest.mark.parametrize("eight_bit", [True, False])
+@pytest.mark.parametrize("kernel,depthwise,pool_type,shift", [
+    (3, True, 0, None), (3, True, 0, 40), (1, True, 0, None), (1, False, 0, None), (3, False, 0, None),
+    (3, False, 5, None), (1, False, 6, None), (3, True, 1, None)])
+def test_rows(kernel, depthwise, pool_type, shift, eight_bit, split, monkeypatch):
+    """A layer over a map of 16,384 pixels or more is shared by rows, band after band (kpu_emu.c, "Rows kept on one
+    thread"): 8- and 16-bit weights, depthwise or not, 1x1 and 3x3, picked (types 5 and 6: 160x120 picked from
+    320x240), written over its own input rows shifted (`shift`: the depthwise layer then loads before its bands), and
+    with a 2x2 max pool (not by rows: its windows would straddle the bands) give the NumPy reference's bytes in main
+    memory and in KPU RAM on 1-3 threads, also split one channel a task."""
+    monkeypatch.setenv("OKPU_EMU_SPLIT_ALL", split)
+    rng = np.random.default_rng(kernel * 10 + pool_type + (5 if depthwise else 0) + (0 if eight_bit else 50))
+    w, h = (320, 240) if pool_type in (5, 6) else (160, 120)
+    c = 8 if depthwise else 5
+    oc = c if depthwise else 12
+    src = 0
+    dst = kw.kpu_map_rows(w, h, c) + 3 if shift is None else src + shift
+    shape = (oc, kernel, kernel) if depthwise else (oc, c, kernel, kernel)
+    weights = rng.integers(0, 256 if eight_bit else 1024, size=shape)
+    x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
+    args = dict(pad_value=9, arg_x=-6, shr_x=1, arg_w=-3, shr_w=1)
+    # batch norm scaled to each channel's sums, so the outputs spread over 0..255 (saturated ones hide wrong sums)
+    alu = kref.kpu_conv(x, weights, kernel, depthwise, args["pad_value"], args["arg_x"], args["shr_x"], args["arg_w"],
+                        args["shr_w"], 0, kref.CONV_OFFSET_PER_CHANNEL)
+    bn_mul, bn_add, bn_shift = [], [], []
+    for ch in range(oc):
+        lo, hi = int(alu[ch].min()), int(alu[ch].max())
+        shift = max(0, min(15, int(np.ceil(np.log2(max(hi - lo, 1) / 200.0)))))
+        mul = max(1, min(255, int(200 * 2 ** shift // max(hi - lo, 1))))
+        bn_mul.append(mul)
+        bn_shift.append(shift)
+        bn_add.append(28 - ((lo * mul) >> shift))
+    conv = kw.KpuConv(in_w=w, in_h=h, in_c=c, out_c=oc, kernel=kernel, depthwise=depthwise, weights=weights,
+                      bn_mul=bn_mul, bn_add=bn_add, bn_shift=bn_shift, act=kw.ActTable.linear(), src=src, dst=dst,
+                      main_out=0, pool_type=pool_type, **args)
+    data = kw.V3Model(layers=[conv], outputs=[(0, conv.out_w * conv.out_h * oc)], eight_bit=eight_bit).to_bytes()
+    want, _ = kref.kpu_layer(x, conv)
+    assert ((want > 0) & (want < 255)).mean() > 0.5, ((want == 0).mean(), (want == 255).mean())
+    for threads in (1, 2, 3):
+        m = _kpu.Model(data, threads=threads)
+        m.set_input(0, x.tobytes())
+        m.run()
+        got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
+        assert np.array_equal(got, want), "threads=%d: %d bytes differ" % (threads, int((got != want).sum()))
+        ram = np.frombuffer(m.kpu_ram(), np.uint8)
+        assert np.array_equal(kref.kpu_download(ram, dst, oc, conv.out_h, conv.out_w), want), "threads=%d" % threads
+        m.free()
+
+
 def _side_chain_model(rng, layout):
     """A v3 model with a detection head (1x1, 16 -> 4 channels: too few to share) and its dequantize between two
     shared depthwise layers (16 channels), and what the NumPy reference makes of it, run step after step over a
