@@ -105,6 +105,20 @@ def heavy_model(seed):
     return kw.V3Model(layers=[conv], outputs=[(0, w * h * c)]).to_bytes()
 
 
+def _same_on_threads(data, x, conv, want, what=""):
+    """A one-layer model run on 1, 2 and 3 threads gives `want` in main memory and at conv.dst in KPU RAM."""
+    for threads in (1, 2, 3):
+        m = _kpu.Model(data, threads=threads)
+        m.set_input(0, x.tobytes())
+        m.run()
+        got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
+        assert np.array_equal(got, want), "threads=%d%s: %d bytes differ" % (threads, what, int((got != want).sum()))
+        ram = np.frombuffer(m.kpu_ram(), np.uint8)
+        assert np.array_equal(kref.kpu_download(ram, conv.dst, conv.out_c, conv.out_h, conv.out_w), want), (
+            "threads=%d%s: KPU RAM" % (threads, what))
+        m.free()
+
+
 @pytest.mark.parametrize("depthwise", [True, False])
 @pytest.mark.parametrize("shift", [0, 1, -1, 7])
 def test_layer_over_its_own_input(depthwise, shift, monkeypatch):
@@ -125,16 +139,7 @@ def test_layer_over_its_own_input(depthwise, shift, monkeypatch):
     want, _ = kref.kpu_layer(x, conv)
     for split in ("0", "1"):
         monkeypatch.setenv("OKPU_EMU_SPLIT_ALL", split)
-        for threads in (1, 2, 3):
-            m = _kpu.Model(data, threads=threads)
-            m.set_input(0, x.tobytes())
-            m.run()
-            got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
-            assert np.array_equal(got, want), "threads=%d split %s: %d bytes differ" % (
-                threads, split, int((got != want).sum()))
-            ram = np.frombuffer(m.kpu_ram(), np.uint8)
-            assert np.array_equal(kref.kpu_download(ram, src + shift, c, h, w), want)
-            m.free()
+        _same_on_threads(data, x, conv, want, " split %s" % split)
 
 
 @pytest.mark.parametrize("kernel,pool_type", [(1, 0), (3, 0), (3, 5), (3, 6), (3, 7), (1, 6)])
@@ -154,15 +159,7 @@ def test_few_quads_in_bands(kernel, pool_type, arg_x, shr_x):
     data = kw.V3Model(layers=[conv], outputs=[(0, conv.out_w * conv.out_h * oc)]).to_bytes()
     x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
     want, _ = kref.kpu_layer(x, conv)
-    for threads in (1, 2, 3):
-        m = _kpu.Model(data, threads=threads)
-        m.set_input(0, x.tobytes())
-        m.run()
-        got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
-        assert np.array_equal(got, want), "threads=%d: %d bytes differ" % (threads, int((got != want).sum()))
-        ram = np.frombuffer(m.kpu_ram(), np.uint8)
-        assert np.array_equal(kref.kpu_download(ram, dst, oc, conv.out_h, conv.out_w), want), "threads=%d" % threads
-        m.free()
+    _same_on_threads(data, x, conv, want)
 
 
 @pytest.mark.parametrize("split", ["0", "1"])
@@ -204,15 +201,7 @@ def test_rows(kernel, depthwise, pool_type, shift, eight_bit, split, monkeypatch
     data = kw.V3Model(layers=[conv], outputs=[(0, conv.out_w * conv.out_h * oc)], eight_bit=eight_bit).to_bytes()
     want, _ = kref.kpu_layer(x, conv)
     assert ((want > 0) & (want < 255)).mean() > 0.5, ((want == 0).mean(), (want == 255).mean())
-    for threads in (1, 2, 3):
-        m = _kpu.Model(data, threads=threads)
-        m.set_input(0, x.tobytes())
-        m.run()
-        got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
-        assert np.array_equal(got, want), "threads=%d: %d bytes differ" % (threads, int((got != want).sum()))
-        ram = np.frombuffer(m.kpu_ram(), np.uint8)
-        assert np.array_equal(kref.kpu_download(ram, dst, oc, conv.out_h, conv.out_w), want), "threads=%d" % threads
-        m.free()
+    _same_on_threads(data, x, conv, want)
 
 
 def _side_chain_model(rng, layout):
