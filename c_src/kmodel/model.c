@@ -337,7 +337,7 @@ static int plan_pairs(okpu_model *m, okpu_error *err)
         if (beside_of(&m->layers[i].step) > chained)
             chained = beside_of(&m->layers[i].step);
         if (m->layers[i].step.kind != OKPU_STEP_KPU_CONV || m->layers[i + 1].step.kind != OKPU_STEP_KPU_CONV ||
-            i == chained || i + 1 == chained || beside_of(&m->layers[i].step) || beside_of(&m->layers[i + 1].step))
+            i == chained || beside_of(&m->layers[i].step) || beside_of(&m->layers[i + 1].step))
             continue;
         first = (okpu_kpu_conv_args *)m->layers[i].step.args;
         second = (okpu_kpu_conv_args *)m->layers[i + 1].step.args;

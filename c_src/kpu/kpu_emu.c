@@ -1070,7 +1070,6 @@ static void setup_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *b
         IT.parts = x_mode == X_PARTS;
         IT.bands = 0;
         IT.band_rows = 0;
-        IT.runs = 0;
         IT.band_major = T->band_major && !IT.S && load_row_count(L) > 1u;
         if (IT.band_major) {
             const uint32_t rows = load_row_count(L);
@@ -1270,19 +1269,17 @@ static int emu_run_beside(okpu_kpu_backend *self, const okpu_kpu_layer_job *next
  * A first layer split into bands of rows (few channels over many pixels: channel_bands) runs its hand-out, and then
  * the second's, as unpaired layers do. */
 
-/* May `second` run paired with `first` (both checked, one map each, the second depthwise reading the first's output
- * whole, both shared, and what the tasks touch apart as above)? */
+/* May `second` run paired with `first` (both jobs' arguments checked already: one map each, the second depthwise
+ * reading the first's output whole, both shared, and what the tasks touch apart as above)? */
 static int pair_fits(const okpu_kpu_emu *e, const okpu_kpu_layer_job *first, const okpu_kpu_layer_job *second)
 {
     const okpu_kpu_args *f = &first->args, *d = &second->args;
+    const int f_sets = layer_workers(e, f), d_sets = layer_workers(e, d);
 
     return !e->reference && e->nworkers > 1 && first->batches <= 1u && second->batches <= 1u && first->weights &&
-           first->bn && first->act && second->weights && second->bn && second->act &&
-           okpu_kpu_args_check(f, first->layer, -1, NULL) == OKPU_OK &&
-           okpu_kpu_args_check(d, second->layer, -1, NULL) == OKPU_OK && d->depthwise &&
+           first->bn && first->act && second->weights && second->bn && second->act && d->depthwise &&
            d->out_channels == f->out_channels && second->follows_producer && okpu_kpu_reads_output_of(first, second) &&
-           layer_workers(e, f) > 1 && layer_workers(e, d) > 1 && rows_disjoint(d) &&
-           !by_rows(e, f, layer_workers(e, f)) && !by_rows(e, d, layer_workers(e, d)) &&
+           f_sets > 1 && d_sets > 1 && rows_disjoint(d) && !by_rows(e, f, f_sets) && !by_rows(e, d, d_sets) &&
            !(f->depthwise && rows_disjoint(f)) && !(first->main_out && second->main_out);
 }
 
@@ -1315,7 +1312,9 @@ static int emu_prepare_pair(okpu_kpu_backend *self, const okpu_kpu_layer_job *fi
     uint64_t first_block, total;
     int rc;
 
-    if (!pair_fits(e, first, second) || pair_scratch(e, first, second, &first_block, &total, NULL) != OKPU_OK)
+    if (okpu_kpu_args_check(&first->args, first->layer, -1, NULL) != OKPU_OK ||
+        okpu_kpu_args_check(&second->args, second->layer, -1, NULL) != OKPU_OK || !pair_fits(e, first, second) ||
+        pair_scratch(e, first, second, &first_block, &total, NULL) != OKPU_OK)
         return 0;
     if (!e->pair_worker) {
         e->pair_worker = okpu_alloc(e->opts.allocator, (size_t)e->nworkers * sizeof *e->pair_worker);
@@ -1353,17 +1352,17 @@ static int emu_run_pair(okpu_kpu_backend *self, const okpu_kpu_layer_job *first,
     uint64_t first_block, total;
     int rc;
 
-    if ((rc = job_ready(e, first, NULL, err)) != OKPU_OK) {
+    if ((rc = job_ready(e, first, NULL, err)) != OKPU_OK || (rc = job_ready(e, second, NULL, err)) != OKPU_OK) {
         e->fwd_valid = 0;
         return rc;
     }
     /* (a pair no prepare accepted: one layer after the other) */
     if (!e->pair_worker || e->nouts < 3 || !pair_fits(e, first, second)) {
         run_turn(e, first, NULL, NULL);
-        return emu_run_layer(self, second, err);
+        run_turn(e, second, NULL, NULL);
+        return OKPU_OK;
     }
-    if ((rc = job_ready(e, second, NULL, err)) != OKPU_OK ||
-        (rc = pair_scratch(e, first, second, &first_block, &total, err)) != OKPU_OK ||
+    if ((rc = pair_scratch(e, first, second, &first_block, &total, err)) != OKPU_OK ||
         (rc = reserve_scratch(e, total, second->layer, err)) != OKPU_OK) {
         e->fwd_valid = 0;
         return rc;
