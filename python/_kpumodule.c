@@ -14,7 +14,7 @@
  *   model that reads or changes its run state (set_input, run, reserve, output, kpu_ram, free) raises RuntimeError.
  *   m.version(); m.inputs(); m.set_input(i, buf); m.run(n_layers=0); m.output_count(); m.output(i)
  *   m.layers(); m.memory(); m.kpu_ram(); m.free()
- *   _kpu.status_name(code); _kpu.error_text(what, code, message)
+ *   _kpu.status_name(code); _kpu.error_text(what, code, message); _kpu.default_threads(); _kpu.round_trip_ns()
  *   Records (named, still indexable tuples): LayerInfo (layers()), TensorInfo (inputs(), output_info()), Output
  *   (output()), Box (yolo2_decode(), python/_kpu_post.c); memory() is a dict.
  *   _kpu.KpuDevice(memory): the virtual board's KPU register block (python/_kpu_device.c; CPython only)
@@ -733,10 +733,27 @@ static PyObject *kpu_default_threads(PyObject *module, PyObject *unused)
     return PyLong_FromLong(okpu_workers_default_count());
 }
 
+static PyObject *kpu_round_trip_ns(PyObject *module, PyObject *unused)
+{
+    long ns;
+    (void)module;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    ns = okpu_workers_round_trip_ns();
+    Py_END_ALLOW_THREADS
+    if (ns < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(ns);
+}
+
 static PyMethodDef module_methods[] = {
     {"default_threads", kpu_default_threads, METH_NOARGS,
      "default_threads() -> the worker threads Model(threads=0) runs: the processors this process may use (1 in a build "
      "without POSIX threads)"},
+    {"round_trip_ns", kpu_round_trip_ns, METH_NOARGS,
+     "round_trip_ns() -> nanoseconds for a cache line to go from the first processor this process may use to the second "
+     "and back (best of several trials, a few milliseconds in all), or None (one processor, a build without threads): "
+     "the benchmark's check that a virtual machine's two processors sit as near as usual"},
     {"status_name", kpu_status_name, METH_O, "status_name(code) -> 'ERR_KMODEL_FORMAT' etc."},
     {"error_text", kpu_error_text, METH_VARARGS,
      "error_text(what, code, message) -> '[MAIXPY]kpu: <what> error:<code>, <name>: <message>' (what may be None)"},

@@ -446,3 +446,24 @@ def test_threads_option():
     assert base[:2] == wide[:2]
     # no layer of this small model is worth waking a worker: it takes no more working memory on 64 threads
     assert wide[2] == run_once(data, threads=1)[2]
+
+
+def test_round_trip_ns():
+    """_kpu.round_trip_ns(), the benchmark's check that the two processors sit near: a figure with two processors,
+    None with one; the calling thread's processor set is the same after."""
+    import subprocess
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no sched_getaffinity on this system: the processor set cannot be checked")
+    before = os.sched_getaffinity(0)
+    ns = _kpu.round_trip_ns()
+    assert os.sched_getaffinity(0) == before
+    if len(before) < 2:
+        assert ns is None
+    else:
+        assert isinstance(ns, int) and 0 < ns < 100000, ns
+    # a process allowed one processor: nothing to measure
+    one = min(before)
+    r = subprocess.run([sys.executable, "-c", "import os, _kpu; os.sched_setaffinity(0, {%d}); "
+                        "print(_kpu.round_trip_ns(), sorted(os.sched_getaffinity(0)))" % one],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.split(None, 1) == ["None", "[%d]\n" % one], r.stdout

@@ -348,3 +348,115 @@ void okpu_workers_destroy(okpu_workers *w)
 #endif
     pool_free(w);
 }
+
+#ifdef OKPU_HAVE_PTHREADS
+#define ROUND_TRIPS 2000    /* per trial: 0.2 ms near, 0.8 ms far */
+#define ROUND_TRIALS 7      /* the best one: a trial the host interrupts reads high */
+#define ROUND_GIVE_UP_NS 1000000000LL
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0)
+        return -1;
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* The ball: the caller makes it odd, the other thread returns it even; -1 sends the other thread home. A compare
+ * and swap, so a return cannot overwrite the -1. */
+typedef struct court {
+    long ball;
+    int second_cpu; /* -1: not pinned */
+} court;
+
+static void *return_ball(void *p)
+{
+    court *c = (court *)p;
+    long v;
+#if defined(__linux__) && defined(CPU_SET)
+    if (c->second_cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(c->second_cpu, &one);
+        (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    }
+#endif
+    while ((v = LOAD(&c->ball)) >= 0) {
+        if (v & 1)
+            (void)__atomic_compare_exchange_n(&c->ball, &v, v + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        else
+            RELAX();
+    }
+    return NULL;
+}
+#endif
+
+long okpu_workers_round_trip_ns(void)
+{
+#ifdef OKPU_HAVE_PTHREADS
+    court c;
+    pthread_t other;
+    long long best = -1, start, t0;
+    long i, k = 0;
+    int trial, pinned = 0;
+#if defined(__linux__) && defined(CPU_SET)
+    cpu_set_t saved, one;
+    int cpu, first_cpu = -1;
+#endif
+
+    c.ball = 0;
+    c.second_cpu = -1;
+    if (okpu_workers_default_count() < 2)
+        return -1;
+#if defined(__linux__) && defined(CPU_SET)
+    if (pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0) {
+        for (cpu = 0; cpu < CPU_SETSIZE && c.second_cpu < 0; cpu++)
+            if (CPU_ISSET(cpu, &saved)) {
+                if (first_cpu < 0)
+                    first_cpu = cpu;
+                else
+                    c.second_cpu = cpu;
+            }
+        if (c.second_cpu >= 0) {
+            CPU_ZERO(&one);
+            CPU_SET(first_cpu, &one);
+            pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+        }
+        if (!pinned)
+            c.second_cpu = -1;
+    }
+#endif
+    if (pthread_create(&other, NULL, return_ball, &c) == 0) {
+        start = now_ns();
+        for (trial = 0; trial < ROUND_TRIALS && start >= 0; trial++) {
+            t0 = now_ns();
+            for (i = 0; i < ROUND_TRIPS; i++, k++) {
+                unsigned spins = 0;
+                STORE(&c.ball, 2 * k + 1);
+                while (LOAD(&c.ball) != 2 * k + 2)
+                    if (++spins % 4096u == 0u && now_ns() - start > ROUND_GIVE_UP_NS)
+                        break;
+                if (LOAD(&c.ball) != 2 * k + 2)
+                    break;
+            }
+            if (i < ROUND_TRIPS) {
+                best = -1; /* the other thread did not answer: no figure */
+                break;
+            }
+            t0 = (now_ns() - t0) / ROUND_TRIPS;
+            if (best < 0 || t0 < best)
+                best = t0;
+        }
+        STORE(&c.ball, -1L);
+        pthread_join(other, NULL);
+    }
+#if defined(__linux__) && defined(CPU_SET)
+    if (pinned)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+#endif
+    return (long)best;
+#else
+    return -1;
+#endif
+}
+

@@ -38,4 +38,13 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
 void okpu_workers_wake(okpu_workers *w);
 void okpu_workers_destroy(okpu_workers *w);
 
+/* How long a cache line takes to go from one processor to another and back, in nanoseconds: the best of several
+ * trials of a ping-pong between the calling thread and a thread started for it, each pinned (Linux) to one of the
+ * first two processors this process may use; the caller's own processor set is put back before it returns. -1 where
+ * it cannot be measured: a serial build, fewer than two processors, no thread, or the other thread not answering
+ * within a second. The pool does not use it: the benchmark does, to tell a virtual machine whose host has put its two
+ * processors far apart (on the README's EPYC 75-95 ns near, 350-440 ns far; every split of a forward pass then
+ * costs more, and the two-thread column loses a quarter) from one whose processors sit as usual. */
+long okpu_workers_round_trip_ns(void);
+
 #endif

@@ -3,7 +3,11 @@
  * when the build has threads, a forked child still runs; real models give the same outputs and KPU RAM for 1, 2 and 3
  * threads (with every layer split one channel per task too), on the fast and the reference paths; a forward pass
  * allocates nothing and the memory report counts each worker's buffers. */
+#ifdef __linux__
+#define _GNU_SOURCE /* sched_setaffinity and CPU_SET (round trip), and what follows */
+#else
 #define _POSIX_C_SOURCE 200809L /* setenv, fork, nanosleep */
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,9 @@
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
+#if defined(OKPU_HAVE_PTHREADS) && defined(__linux__)
+#include <sched.h>
 #endif
 
 #include "counting_heap.h"
@@ -378,9 +385,61 @@ static void test_bad_threads(void)
     free(data);
 }
 
+/* okpu_workers_round_trip_ns: a figure with two processors, -1 with one or without threads; the caller's processor
+ * set is the same after; the pool still runs. */
+static void test_round_trip(void)
+{
+    long ns = okpu_workers_round_trip_ns();
+#ifndef OKPU_HAVE_PTHREADS
+    CHECK(ns == -1, "serial build: round trip %ld", ns);
+#else
+    okpu_workers *w;
+    okpu_error err;
+    static tally t;
+    if (okpu_workers_default_count() < 2) {
+        CHECK(ns == -1, "one processor: round trip %ld", ns);
+        printf("round trip: one processor, -1 (the two-processor checks skipped)\n");
+        return;
+    }
+    /* a cache line's round trip between two processors is tens to hundreds of nanoseconds; 100 us would be a
+     * broken loop (or a thread that never answered, which gives -1) */
+    CHECK(ns > 0 && ns < 100000, "round trip %ld ns", ns);
+#ifdef __linux__
+    {
+        cpu_set_t before, after, one;
+        int cpu = 0;
+        CHECK(sched_getaffinity(0, sizeof before, &before) == 0, "sched_getaffinity");
+        ns = okpu_workers_round_trip_ns();
+        CHECK(sched_getaffinity(0, sizeof after, &after) == 0 && CPU_EQUAL(&before, &after),
+              "the caller's processor set changed (%d processors before, %d after)", CPU_COUNT(&before),
+              CPU_COUNT(&after));
+        while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &before))
+            cpu++;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pin to processor %d", cpu);
+        CHECK(okpu_workers_round_trip_ns() == -1, "one processor allowed: a round trip measured");
+        CHECK(sched_setaffinity(0, sizeof before, &before) == 0, "restore the processor set");
+    }
+#endif
+    w = okpu_workers_create(2, NULL, &err);
+    CHECK(w != NULL, "create(2): %s", w ? "" : err.message);
+    if (w) {
+        memset(&t, 0, sizeof t);
+        t.count = 2;
+        okpu_workers_run(w, 64, count_task, &t);
+        check_tally(&t, 64, "after the round trips");
+        CHECK(okpu_workers_round_trip_ns() > 0, "round trip with a pool alive");
+        okpu_workers_destroy(w);
+    }
+    printf("round trip: %ld ns between the first two processors\n", ns);
+#endif
+}
+
 int main(void)
 {
     test_pool();
+    test_round_trip();
     test_bad_threads();
     test_models();
     return ctest_summary();
