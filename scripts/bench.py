@@ -134,7 +134,7 @@ def parallel_capacity(path, threads, runs):
 
 
 # a round trip over this many times the run's best: the processors sit far apart (here near 75-95 ns, far 350-440)
-FAR = 2.5
+FAR = 3.0
 
 
 class RoundTrip:
@@ -285,11 +285,13 @@ def main():
               "and after its row (the lower): the most %d threads could give then; a row whose figure is well under "
               "%d.00 was timed while "
               "other work held a processor. rt: the processors' round trip (_kpu.round_trip_ns()) before and after the "
-              "row (the higher); over %.1fx the run's best (%s ns) the host had put them far apart, and the "
-              "two-thread column loses up to a quarter. A row waits up to %g s for the round trip to come back, "
+              "row (the higher); %s A row waits up to %g s for the round trip to come back, "
               "and one under %.2f or far apart was timed again, up to %d more times; the attempt timed under the "
-              "most usual conditions is shown)" % (args.threads, args.threads, args.threads, FAR, near.best,
-                                                   args.settle, 0.9 * args.threads, max(args.retries, 0)))
+              "most usual conditions is shown)" % (
+                  args.threads, args.threads, args.threads,
+                  "over %.1fx the run's best (%d ns) the host had put them far apart, and the two-thread column loses "
+                  "up to a quarter." % (FAR, near.best) if near.best is not None else "not measurable here (one "
+                  "processor, or a build without threads).", args.settle, 0.9 * args.threads, max(args.retries, 0)))
     return 0
 
 
