@@ -200,7 +200,9 @@ const okpu_options *okpu_model_options(const okpu_model *model);
 
 int okpu_model_input_count(const okpu_model *model);
 int okpu_model_input(const okpu_model *model, int index, okpu_tensor *out);
-/* Copy one input into place (planar u8 CHW images, float32 vectors). `size` must equal the input's bytes. */
+/* Copy one input into place (planar u8 CHW images, float32 vectors). `size` must equal the input's bytes. The place
+ * is the model's (KPU RAM or the main buffer), and the layers after the first may reuse it, as on the chip: set the
+ * input again before each run. */
 int okpu_model_set_input(okpu_model *model, int index, const void *data, size_t size, okpu_error *err);
 
 /* Run layers [0, n_layers) (n_layers <= 0 or > count: all). After a partial run, output 0 is the last layer's
@@ -208,6 +210,16 @@ int okpu_model_set_input(okpu_model *model, int index, const void *data, size_t 
  * for lack of memory. A partial run whose last layer writes KPU RAM needs a copy of that output: reserve it first
  * with okpu_model_reserve_partial (MaixPy's set_layers does), or run reserves it and may fail with ERR_NO_MEM. */
 int okpu_model_run(okpu_model *model, int n_layers, okpu_error *err);
+/* A clock for timed runs, in nanoseconds from any fixed start (the core has none of its own: a binding passes the
+ * platform's monotonic clock, a board its timer). */
+typedef uint64_t (*okpu_clock_fn)(void *clock_ctx);
+/* okpu_model_run, reading `now` around every step: layer_ns (okpu_model_layer_count entries) gets each layer's time
+ * in this run, 0 for the layers not run. Layers the plan runs as one (a pair, a side chain with the layer it runs
+ * beside: okpu_model_paired, okpu_model_beside) count under their first layer and the others read 0; a partial run's
+ * copy of its last output counts under that layer. The times add up to the run's but for its start (a clock read
+ * and a wake-up of the workers). Everything else as okpu_model_run. */
+int okpu_model_run_timed(okpu_model *model, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
+                         okpu_error *err);
 /* Take the memory a run of the first n_layers needs beyond a full run (counted in context_bytes). */
 int okpu_model_reserve_partial(okpu_model *model, int n_layers, okpu_error *err);
 

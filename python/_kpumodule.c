@@ -30,6 +30,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 
 #include "okpu.h"
 #include "kmodel/kmodel_v5_release.h"
@@ -438,6 +442,70 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
+/* The timed runs' clock (okpu_clock_fn): the platform's monotonic clock, in nanoseconds. */
+static uint64_t monotonic_ns(void *unused)
+{
+    (void)unused;
+#ifdef _WIN32
+    {
+        LARGE_INTEGER count, freq;
+        QueryPerformanceCounter(&count);
+        QueryPerformanceFrequency(&freq);
+        return (uint64_t)((double)count.QuadPart * 1e9 / (double)freq.QuadPart);
+    }
+#else
+    {
+        struct timespec t;
+        if (clock_gettime(CLOCK_MONOTONIC, &t) != 0)
+            return 0;
+        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    }
+#endif
+}
+
+/* run(), with each layer's time: a list of nanoseconds, one per layer (okpu_model_run_timed). */
+static PyObject *Model_run_timed(ModelObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"n_layers", NULL};
+    int n_layers = 0, rc, i, n;
+    uint64_t *ns;
+    PyObject *list;
+    okpu_error err;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|i:run_timed", kwlist, &n_layers))
+        return NULL;
+    if (!check_idle(self))
+        return NULL;
+    n = okpu_model_layer_count(self->model);
+    ns = (uint64_t *)PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *ns);
+    if (!ns)
+        return PyErr_NoMemory();
+    memset(&err, 0, sizeof err);
+    rc = okpu_model_reserve_partial(self->model, n_layers, &err); /* (as run(): nothing taken while released) */
+    if (rc == OKPU_OK) {
+        self->running = 1;
+        Py_BEGIN_ALLOW_THREADS
+        rc = okpu_model_run_timed(self->model, n_layers, monotonic_ns, NULL, ns, &err);
+        Py_END_ALLOW_THREADS
+        self->running = 0;
+    }
+    if (rc != OKPU_OK) {
+        PyMem_Free(ns);
+        return raise_oserror("run", &err, rc);
+    }
+    list = PyList_New(n);
+    for (i = 0; list && i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong((unsigned long long)ns[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+    PyMem_Free(ns);
+    return list;
+}
+
 static PyObject *Model_reserve(ModelObject *self, PyObject *args)
 {
     int n_layers = 0, rc;
@@ -656,6 +724,10 @@ static PyMethodDef Model_methods[] = {
      "KPU-RAM output), so that run(n_layers) cannot fail for lack of memory. Raises OSError (ERR_NO_MEM)."},
     {"run", (PyCFunction)(void (*)(void))Model_run, METH_VARARGS | METH_KEYWORDS,
      "run(n_layers=0): run layers [0, n_layers) (<= 0: all). Raises OSError on failure."},
+    {"run_timed", (PyCFunction)(void (*)(void))Model_run_timed, METH_VARARGS | METH_KEYWORDS,
+     "run_timed(n_layers=0) -> [ns, ...]: run() with each layer's time in nanoseconds (the monotonic clock), one per "
+     "layer; layers run as one (pairs(), side_chains()) count under their first layer and the others read 0, as do "
+     "the layers a partial run does not reach."},
     {"output_count", (PyCFunction)Model_output_count, METH_NOARGS, "Number of model outputs."},
     {"output_info", (PyCFunction)Model_output_info, METH_VARARGS,
      "output_info(index) -> TensorInfo(typecode, n, c, h, w, bytes): output index as the model declares it, "

@@ -607,14 +607,29 @@ static int run_failed(const okpu_model *m, int i, int rc, okpu_error *err)
     return err ? err->code : rc;
 }
 
-/* The one runner: every format's plan runs here, step by step. */
-int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
+/* The clock between two steps when the run is timed: the time since *t goes to layer_ns[layer]. */
+static void time_step(okpu_clock_fn now, void *clock_ctx, uint64_t *t, uint64_t *layer_ns, int layer)
+{
+    const uint64_t t1 = now(clock_ctx);
+    layer_ns[layer] += t1 - *t;
+    *t = t1;
+}
+
+/* The one runner: every format's plan runs here, step by step (timed when `now` is given). */
+static int run_plan(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
+                    okpu_error *err)
 {
     int i, rc;
     okpu_run_ctx ctx;
+    uint64_t t = 0;
     okpu_error_clear(err);
     if (!m)
         return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
+    if (now && !layer_ns)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "a timed run needs an array of layer times");
+    if (layer_ns)
+        for (i = 0; i < m->layer_count; i++)
+            layer_ns[i] = 0;
     if (n_layers <= 0 || n_layers > m->layer_count)
         n_layers = m->layer_count;
     m->ran_layers = 0;
@@ -625,6 +640,8 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
     ctx.kpu = m->kpu;
     if (m->kpu && m->kpu->wakes_workers)
         okpu_workers_wake(m->kpu->workers); /* awake by the first split, not woken by it */
+    if (now)
+        t = now(clock_ctx);
     for (i = 0; i < n_layers; i++) {
         const okpu_step *s = &m->layers[i].step;
         const int next = beside_of(s);
@@ -645,6 +662,8 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
             }
             if (rc != OKPU_OK)
                 return run_failed(m, next, rc, err);
+            if (now)
+                time_step(now, clock_ctx, &t, layer_ns, i); /* the whole chain and the layer beside it */
             i = next;
             continue;
         }
@@ -653,6 +672,8 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
                                   &((const okpu_kpu_conv_args *)m->layers[i + 1].step.args)->job, err);
             if (rc != OKPU_OK)
                 return run_failed(m, i, rc, err);
+            if (now)
+                time_step(now, clock_ctx, &t, layer_ns, i); /* both layers of the pair */
             i++;
             continue;
         }
@@ -661,15 +682,32 @@ int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
         rc = okpu_step_table[s->kind].run(&ctx, s->args, err);
         if (rc != OKPU_OK)
             return run_failed(m, i, rc, err);
+        if (now)
+            time_step(now, clock_ctx, &t, layer_ns, i);
     }
     if (n_layers < m->layer_count) {
         const okpu_place *p = &m->layers[n_layers - 1].out;
         if (p->mem == OKPU_MEM_KPU)
             okpu_kpu_layout_download(m->kpu->ram, p->offset, m->scratch, p->t.w, p->t.h, p->t.c);
         m->partial = 1;
+        if (now)
+            time_step(now, clock_ctx, &t, layer_ns, n_layers - 1); /* the copy out is the last layer's output */
     }
     m->ran_layers = n_layers;
     return OKPU_OK;
+}
+
+int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
+{
+    return run_plan(m, n_layers, NULL, NULL, NULL, err);
+}
+
+int okpu_model_run_timed(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
+                         okpu_error *err)
+{
+    if (!now)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "a timed run needs a clock");
+    return run_plan(m, n_layers, now, clock_ctx, layer_ns, err);
 }
 
 int okpu_model_output_count(const okpu_model *m)

@@ -33,6 +33,7 @@
 #include "py/obj.h"
 #include "py/objstr.h"
 #include "py/gc.h"
+#include "py/mphal.h"
 #include "py/binary.h"
 #include "py/objlist.h"
 #include "py/objtuple.h"
@@ -521,6 +522,60 @@ static mp_obj_t kpu_model_run(size_t n_args, const mp_obj_t *pos_args, mp_map_t 
 }
 static MP_DEFINE_CONST_FUN_OBJ_KW(kpu_model_run_obj, 1, kpu_model_run);
 
+/* The timed runs' clock (okpu_clock_fn): the port's microsecond ticks, widened to 64 bits across their wrap. */
+typedef struct {
+    mp_uint_t last;
+    uint64_t us;
+} kpu_tick_clock_t;
+
+static uint64_t kpu_tick_clock_ns(void *ctx) {
+    kpu_tick_clock_t *c = (kpu_tick_clock_t *)ctx;
+    mp_uint_t now = mp_hal_ticks_us();
+    c->us += (mp_uint_t)(now - c->last);
+    c->last = now;
+    return c->us * 1000u;
+}
+
+/* run(), with each layer's time: a list of nanoseconds (microsecond ticks), one per layer (okpu_model_run_timed). */
+static mp_obj_t kpu_model_run_timed(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args) {
+    enum { ARG_n_layers };
+    static const mp_arg_t allowed_args[] = {
+        { MP_QSTR_n_layers, MP_ARG_INT, {.u_int = 0} },
+    };
+    kpu_model_obj_t *self = kpu_get_idle(pos_args[0]);
+    mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
+    mp_arg_parse_all(n_args - 1, pos_args + 1, kw_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
+    int n_layers = (int)args[ARG_n_layers].u_int;
+    int count = okpu_model_layer_count(self->model);
+    uint64_t *ns = m_new(uint64_t, count > 0 ? count : 1);
+    kpu_tick_clock_t clock = {mp_hal_ticks_us(), 0};
+    #if MICROPY_PY_THREAD
+    int rc = okpu_model_reserve_partial(self->model, n_layers, &err); /* (as run: nothing taken while released) */
+    if (rc == OKPU_OK) {
+        self->running = true;
+        MP_THREAD_GIL_EXIT();
+        rc = okpu_model_run_timed(self->model, n_layers, kpu_tick_clock_ns, &clock, ns, &err);
+        MP_THREAD_GIL_ENTER();
+        self->running = false;
+    }
+    #else
+    int rc = okpu_model_run_timed(self->model, n_layers, kpu_tick_clock_ns, &clock, ns, &err);
+    #endif
+    if (rc != OKPU_OK) {
+        m_del(uint64_t, ns, count > 0 ? count : 1);
+        kpu_raise_os("run", &err, rc);
+    }
+    mp_obj_t list = mp_obj_new_list(0, NULL);
+    for (int i = 0; i < count; i++) {
+        mp_obj_list_append(list, mp_obj_new_int_from_ull(ns[i]));
+    }
+    m_del(uint64_t, ns, count > 0 ? count : 1);
+    return list;
+}
+static MP_DEFINE_CONST_FUN_OBJ_KW(kpu_model_run_timed_obj, 1, kpu_model_run_timed);
+
 static mp_obj_t kpu_model_output_count(mp_obj_t self_in) {
     kpu_model_obj_t *self = kpu_get_model(self_in);
     return MP_OBJ_NEW_SMALL_INT(okpu_model_output_count(self->model));
@@ -723,6 +778,7 @@ static const mp_rom_map_elem_t kpu_model_locals_dict_table[] = {
     { MP_ROM_QSTR(MP_QSTR_set_input), MP_ROM_PTR(&kpu_model_set_input_obj) },
     { MP_ROM_QSTR(MP_QSTR_reserve), MP_ROM_PTR(&kpu_model_reserve_obj) },
     { MP_ROM_QSTR(MP_QSTR_run), MP_ROM_PTR(&kpu_model_run_obj) },
+    { MP_ROM_QSTR(MP_QSTR_run_timed), MP_ROM_PTR(&kpu_model_run_timed_obj) },
     { MP_ROM_QSTR(MP_QSTR_output_count), MP_ROM_PTR(&kpu_model_output_count_obj) },
     { MP_ROM_QSTR(MP_QSTR_output_info), MP_ROM_PTR(&kpu_model_output_info_obj) },
     { MP_ROM_QSTR(MP_QSTR_output), MP_ROM_PTR(&kpu_model_output_obj) },

@@ -255,6 +255,8 @@ def main(argv=None):
     sub.add_parser("infer", add_help=False,
                    help="run a model over a folder of inputs, one .npy per input and output (openkpu infer -h)")
     sub.add_parser("inspect", help="format, inputs, outputs, layers, MACs and memory of a .kmodel", add_help=False)
+    sub.add_parser("profile", add_help=False,
+                   help="each layer's time on this PC's emulator, on one and on N threads (openkpu profile -h)")
     sub.add_parser("fit", help="will these models fit on a K210, alone and together?", add_help=False)
     sub.add_parser("swap", help="word-swap a model for kpu.load_flash (or --check / --unswap)", add_help=False)
     sub.add_parser("flash", add_help=False,
@@ -265,6 +267,9 @@ def main(argv=None):
     if argv and argv[0] in ("inspect", "fit", "swap"):  # the kmodel tools have their own parser
         from openkpu.model_tools import main as model_tools_main
         return model_tools_main(argv, prog="openkpu")
+    if argv and argv[0] == "profile":  # `openkpu profile MODEL`: see openkpu.profile
+        from openkpu.profile import main as profile_main
+        return profile_main(argv[1:], prog="openkpu profile")
     if argv and argv[0] == "infer":  # `openkpu infer MODEL --dataset DIR --out DIR`: see openkpu.infer
         from openkpu.infer import main as infer_main
         return infer_main(argv[1:], prog="openkpu infer")

@@ -16,6 +16,7 @@
 #include "kmodel/model.h"
 #include "counting_heap.h"
 #include "ctest.h"
+#include "fill_input.h"
 #include "read_file.h"
 
 
@@ -1285,6 +1286,120 @@ static void test_model_allocations(void)
     }
 }
 
+/* A clock for the timed runs: every read is 1000 ns after the last, so each step's time is exactly 1000 and a
+ * layer's figure says how many steps went to it. */
+static uint64_t step_clock(void *ctx)
+{
+    uint64_t *t = (uint64_t *)ctx;
+    *t += 1000u;
+    return *t;
+}
+
+/* The same inputs every time (fill_input, seeded by input). */
+static void set_test_inputs(okpu_model *m, const char *path)
+{
+    okpu_error err;
+    okpu_tensor t;
+    int i;
+    for (i = 0; i < okpu_model_input_count(m); i++) {
+        uint8_t *bytes;
+        okpu_model_input(m, i, &t);
+        bytes = malloc(t.bytes);
+        fill_input(bytes, t.bytes, t.dtype == OKPU_DTYPE_F32, 7u + (uint32_t)i);
+        CHECK(okpu_model_set_input(m, i, bytes, t.bytes, &err) == OKPU_OK, "%s: set_input: %s", path, err.message);
+        free(bytes);
+    }
+}
+
+/* okpu_model_run_timed: the same outputs as okpu_model_run; each step's time under the layer that starts it (a
+ * pair's and a side chain's under their first layer, 0 under the rest); nothing under layers a partial run did not
+ * reach; no clock or no array refused. On two threads, so pairs and side chains (slim-320) are in the plan. */
+static void timed_run(const char *path, int required)
+{
+    okpu_options o;
+    okpu_error err;
+    okpu_model *m;
+    okpu_tensor t;
+    uint8_t *data, *plain = NULL;
+    const uint8_t *out;
+    uint64_t clock = 0, *ns;
+    size_t size;
+    int i, n, groups = 0, partial;
+
+    data = read_file(path, &size);
+    if (!data) {
+        CHECK(!required, "%s: cannot read", path);
+        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+        return;
+    }
+    okpu_options_default(&o);
+    o.threads = 2;
+    m = okpu_model_load(data, size, &o, &err);
+    CHECK(m != NULL, "%s: load: %s", path, err.message);
+    if (!m) {
+        free(data);
+        return;
+    }
+    n = okpu_model_layer_count(m);
+    ns = malloc((size_t)n * sizeof *ns);
+    set_test_inputs(m, path);
+    CHECK(okpu_model_run(m, 0, &err) == OKPU_OK && okpu_model_output(m, 0, &t, &out, &err) == OKPU_OK, "%s: run: %s",
+          path, err.message);
+    plain = malloc(t.bytes);
+    memcpy(plain, out, t.bytes);
+    for (i = 0; i < n; i++)
+        ns[i] = 12345u;
+    set_test_inputs(m, path); /* (a run may reuse the input's memory, as on the chip) */
+    CHECK(okpu_model_run_timed(m, 0, step_clock, &clock, ns, &err) == OKPU_OK, "%s: timed run: %s", path,
+          err.message);
+    CHECK(okpu_model_output(m, 0, &t, &out, &err) == OKPU_OK && memcmp(out, plain, t.bytes) == 0,
+          "%s: a timed run's output differs from a plain run's", path);
+    for (i = 0; i < n; i++) {
+        int last = i; /* the last layer of the step layer i starts */
+        if (okpu_model_beside(m, i) > i)
+            last = okpu_model_beside(m, i);
+        else if (okpu_model_paired(m, i) == i + 1)
+            last = i + 1;
+        CHECK(ns[i] == 1000u, "%s: layer %d took %llu ns by the step clock, not one step", path, i,
+              (unsigned long long)ns[i]);
+        groups += last > i;
+        for (i++; i <= last; i++)
+            CHECK(ns[i] == 0u, "%s: layer %d, run with the step before it, has %llu ns of its own", path, i,
+                  (unsigned long long)ns[i]);
+        i--;
+    }
+    printf("%s: timed run: %d layers, %d of them start a pair or side chain\n", path, n, groups);
+
+    partial = n > 2 ? 2 : 1;
+    CHECK(okpu_model_run_timed(m, partial, step_clock, &clock, ns, &err) == OKPU_OK, "%s: partial timed run: %s",
+          path, err.message);
+    for (i = partial; i < n; i++)
+        CHECK(ns[i] == 0u, "%s: layer %d, past a run of %d layers, has %llu ns", path, i, partial,
+              (unsigned long long)ns[i]);
+    CHECK(okpu_model_run_timed(m, 0, NULL, NULL, ns, &err) == OKPU_ERR_PARAM, "%s: a timed run without a clock ran",
+          path);
+    CHECK(okpu_model_run_timed(m, 0, step_clock, &clock, NULL, &err) == OKPU_ERR_PARAM,
+          "%s: a timed run without an array ran", path);
+    okpu_model_free(m);
+    free(plain);
+    free(ns);
+    free(data);
+}
+
+static void test_timed_runs(void)
+{
+    static const char *const real[] = {"ulffd_face_v4_nncase/slim-320.kmodel",
+                                       "face_detect_yolo2_v3_maixpy/facedetect.kmodel"};
+    const char *root = getenv("OPENKPU_TESTDATA");
+    char path[512];
+    size_t i;
+    timed_run("examples/models/digits.kmodel", 1);
+    for (i = 0; i < sizeof real / sizeof real[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", root ? root : "../shared/testdata", real[i]);
+        timed_run(path, 0);
+    }
+}
+
 int main(void)
 {
     test_layout();
@@ -1297,6 +1412,7 @@ int main(void)
     test_prepare(1);
     test_model_allocations();
     test_side_chain_fallback();
+    test_timed_runs();
     test_fast_vs_reference(400, 0, 1);
     test_fast_vs_reference(200, 1, 1);
     /* the fast path again without the AVX-512 code, without the AVX2 code, then without SSE4.1 too (the emulator

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Per-layer timing: `_kpu.Model.run_timed` (the core's okpu_model_run_timed) and `openkpu profile` over it.
+
+- a timed run gives the same outputs as run(); one time per layer, 0 for layers run inside another's step (a pair, a
+  side chain) and for layers a partial run does not reach; the layer times add up to no more than the call took;
+- `openkpu profile` covers every layer once, in order, with a row per step of the plan that no thread count splits
+  (a real model's pairs and side chains on two threads), and its totals are the sums of its rows for a single run;
+- bad options, a wrong-size --input and an unreadable model exit 2 with a message that says what to fix.
+(The C test test_kpu_emu checks the attribution exactly, with a clock that advances a fixed step per read.)
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+_kpu = pytest.importorskip("_kpu")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIGITS = os.path.join(ROOT, "examples", "models", "digits.kmodel")
+
+
+def loaded(path, threads=1):
+    with open(path, "rb") as f:
+        data = f.read()
+    model = _kpu.Model(data, threads=threads)
+    inputs = [bytes((i * 37 + 11) & 0xFF for i in range(t.bytes)) for t in model.inputs()]
+    return model, inputs
+
+
+def set_inputs(model, inputs):
+    for i, data in enumerate(inputs):
+        model.set_input(i, data)
+
+
+def outputs(model):
+    return [model.output(i).data for i in range(model.output_count())]
+
+
+def grouped_layers(model):
+    """{layer: the first layer of the step it runs in}, for layers run inside another's step."""
+    inside = {}
+    for first, last in model.pairs() + model.side_chains():
+        for layer in range(first + 1, last + 1):
+            inside[layer] = first
+    return inside
+
+
+def check_timed_run(model, inputs):
+    set_inputs(model, inputs)
+    model.run()
+    plain = outputs(model)
+    set_inputs(model, inputs)
+    t0 = time.perf_counter_ns()
+    ns = model.run_timed()
+    wall = time.perf_counter_ns() - t0
+    assert outputs(model) == plain
+    assert len(ns) == len(model.layers()) and all(isinstance(v, int) and v >= 0 for v in ns)
+    assert 0 < sum(ns) <= wall
+    inside = grouped_layers(model)
+    assert all(ns[layer] == 0 for layer in inside), [(layer, ns[layer]) for layer in inside if ns[layer]]
+    assert all(ns[layer] > 0 for layer in range(len(ns)) if layer not in inside and model.layers()[layer].is_kpu)
+    return ns
+
+
+def test_run_timed_digits():
+    model, inputs = loaded(DIGITS)
+    check_timed_run(model, inputs)
+    set_inputs(model, inputs)
+    partial = model.run_timed(2)
+    assert partial[2:] == [0] * (len(partial) - 2) and sum(partial[:2]) > 0
+    assert model.output(0).layer == 1
+
+
+@pytest.mark.parametrize("name", ["ulffd_face_v4_nncase/slim-320.kmodel",
+                                  "face_detect_yolo2_v3_maixpy/facedetect.kmodel"])
+def test_run_timed_real_model_on_two_threads(testdata, name):
+    model, inputs = loaded(testdata(*name.split("/")), threads=2)
+    assert model.pairs(), "the two-thread plan of %s has no pair to check" % name
+    ns = check_timed_run(model, inputs)
+    # the layer times are the run's: a plain run of the same model takes about as long (not a timing test: a
+    # factor of 3 either way only catches a clock in the wrong unit)
+    set_inputs(model, inputs)
+    t0 = time.perf_counter_ns()
+    model.run()
+    wall = time.perf_counter_ns() - t0
+    assert wall / 3 < sum(ns) < wall * 3
+
+
+def test_run_timed_errors():
+    model, inputs = loaded(DIGITS)
+    with pytest.raises(TypeError):
+        model.run_timed("all")
+    model.free()
+    with pytest.raises(ValueError, match="freed"):
+        model.run_timed()
+
+
+def profile_cli(*args):
+    return subprocess.run([sys.executable, "-m", "openkpu", "profile"] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def check_rows_cover_layers(info, n_layers):
+    spans = [row["layers"] for row in info["rows"]]
+    assert spans[0][0] == 0 and spans[-1][1] == n_layers - 1
+    assert all(b[0] == a[1] + 1 for a, b in zip(spans, spans[1:])) and all(lo <= hi for lo, hi in spans)
+
+
+def test_profile_json_digits():
+    r = profile_cli(DIGITS, "--json", "-n", 1, "--threads", "1,2")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    model, _ = loaded(DIGITS)
+    layers = model.layers()
+    assert info["threads"] == [1, 2] and info["runs"] == 1 and info["layers"] == len(layers)
+    check_rows_cover_layers(info, len(layers))
+    assert [row["types"][0] for row in info["rows"]] == [layer.type_name for layer in layers]
+    assert sum(row["kpu_macs"] for row in info["rows"]) == info["kpu_macs"] == model.memory()["kpu_macs"]
+    for threads in ("1", "2"):
+        # one run: the pass is the sum of the rows (medians of one value each)
+        assert info["totals"][threads]["pass_us"] == pytest.approx(sum(row["us"][threads] for row in info["rows"]))
+        assert info["totals"][threads]["pass_us"] > 0
+
+
+def test_profile_text_real_model(testdata):
+    path = testdata("ulffd_face_v4_nncase", "slim-320.kmodel")
+    r = profile_cli(path, "-n", 2, "--threads", "1,2", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    model, _ = loaded(path, threads=2)
+    check_rows_cover_layers(info, len(model.layers()))
+    steps = {(first, last) for first, last in model.pairs() + model.side_chains()}
+    assert steps and steps <= {tuple(row["layers"]) for row in info["rows"]}
+    text = profile_cli(path, "-n", 1, "--threads", "1,2")
+    assert text.returncode == 0, text.stderr
+    assert "x2/1" in text.stdout and "2 threads: pass" in text.stdout and "4-5 " in text.stdout
+
+
+def test_profile_errors(tmp_path):
+    r = profile_cli(DIGITS, "--threads", "1,1")
+    assert r.returncode == 2 and "none twice" in r.stderr
+    r = profile_cli(DIGITS, "--threads", "two")
+    assert r.returncode == 2 and "counts separated by commas" in r.stderr
+    r = profile_cli(DIGITS, "-n", 0)
+    assert r.returncode == 2 and "at least 1" in r.stderr
+    short = tmp_path / "short.bin"
+    short.write_bytes(b"\x00" * 10)
+    r = profile_cli(DIGITS, "--input", short)
+    need = loaded(DIGITS)[0].inputs()[0].bytes
+    assert r.returncode == 2 and "10 bytes" in r.stderr and "exactly %d" % need in r.stderr
+    garbage = tmp_path / "garbage.kmodel"
+    garbage.write_bytes(b"\x01\x02\x03\x04" * 8)
+    r = profile_cli(garbage)
+    assert r.returncode == 2 and "garbage.kmodel" in r.stderr and "Traceback" not in r.stderr
+    r = profile_cli(tmp_path / "missing.kmodel")
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_profile_input_file(tmp_path):
+    model, inputs = loaded(DIGITS)
+    blob = tmp_path / "in.bin"
+    blob.write_bytes(inputs[0])
+    r = profile_cli(DIGITS, "--input", blob, "-n", 1, "--threads", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["input"] == str(blob)
