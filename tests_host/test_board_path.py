@@ -263,6 +263,22 @@ def test_a_kpu_that_never_finishes_is_an_error_naming_the_layer(flashed, tmp_pat
             "enabled (SYSCTL_CLOCK_AI)") in r.stderr, r.stderr
 
 
+def test_layer_times_run_on_the_firmware(board):
+    """kpu.layer_times on the firmware (run_timed over the board's tick clock): a row per layer, named as the model's
+    layers, and the run's outputs those of forward. (The times are the virtual board's: see the README.)"""
+    out, err = board.run("import KPU as kpu\n"
+                         "task = kpu.load(0x100000)\n"  # tiny_fc, flashed first
+                         "m = task.net_arg(); t = m.inputs()[0]\n"
+                         "x = [0.25 * i for i in range(t.bytes // 4)] if t.typecode == 'f' else bytes(t.bytes)\n"
+                         "f = kpu.forward(task, x)[:]\n"
+                         "lt = kpu.layer_times(task, x)\n"
+                         "print(len(lt), [r[1] for r in lt] == [l.type_name for l in m.layers()],\n"
+                         "      kpu.get_output(task, 0)[:] == f, all(r[2] >= 0 for r in lt))\n")
+    assert err == ""
+    n, names, same, nonnegative = out.split()
+    assert int(n) >= 1 and names == same == nonnegative == "True", out
+
+
 def test_an_erased_flash_offset_gets_the_loaders_message(board):
     out, err = board.run("import KPU as kpu\n"
                          "try:\n    kpu.load(0xC00000)\nexcept ValueError as e:\n    print(e)\n")

@@ -276,10 +276,13 @@ def test_run_timed_on_micropython(host_mpy, workdir):
             "m.set_input(0, x); p = m.run_timed(1)\n"
             # a tick wrap taken the wrong way would read as ~1.8e19 ns
             "print(len(ns) == len(m.layers()), a == b, sum(ns) < 10 ** 10, p[1:] == [0] * (len(p) - 1))\n"
-            % str(workdir / "tiny_conv.kmodel"))
+            "import KPU as kpu\n"
+            "task = kpu.load(%r); f = kpu.forward(task, x)[:]; lt = kpu.layer_times(task, x)\n"
+            "print(kpu.get_output(task, 0)[:] == f, [r[1] for r in lt] == [l.type_name for l in m.layers()])\n"
+            % (str(workdir / "tiny_conv.kmodel"), str(workdir / "tiny_conv.kmodel")))
     r = subprocess.run([str(host_mpy), "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.split() == ["True"] * 4, r.stdout
+    assert r.stdout.split() == ["True"] * 6, r.stdout
 
 
 def test_raw_repl_over_pty(host_mpy, workdir):

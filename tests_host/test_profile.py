@@ -5,7 +5,9 @@
   side chain) and for layers a partial run does not reach; the layer times add up to no more than the call took;
 - `openkpu profile` covers every layer once, in order, with a row per step of the plan that no thread count splits
   (a real model's pairs and side chains on two threads), and its totals are the sums of its rows for a single run;
-- bad options, a wrong-size --input and an unreadable model exit 2 with a message that says what to fix.
+- bad options, a wrong-size --input and an unreadable model exit 2 with a message that says what to fix;
+- `KPU.layer_times(task, img)` (the shim, for board scripts): forward's outputs, one (index, type name, us) a layer,
+  zeros past set_layers.
 (The C test test_kpu_emu checks the attribution exactly, with a clock that advances a fixed step per read.)
 """
 import json
@@ -166,3 +168,20 @@ def test_profile_input_file(tmp_path):
     r = profile_cli(DIGITS, "--input", blob, "-n", 1, "--threads", "1", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["input"] == str(blob)
+
+
+def test_kpu_layer_times(clean_kpu):
+    import KPU as kpu
+    task = kpu.load(DIGITS)
+    model, inputs = loaded(DIGITS)
+    plain = kpu.forward(task, inputs[0])[:]
+    times = kpu.layer_times(task, inputs[0])
+    assert kpu.get_output(task, 0)[:] == plain
+    assert [(i, name) for i, name, _ in times] == [(layer.index, layer.type_name) for layer in model.layers()]
+    assert all(isinstance(us, float) for _, _, us in times) and sum(us for _, _, us in times) > 0
+    kpu.set_layers(task, 3)
+    times = kpu.layer_times(task, inputs[0])
+    assert [us for _, _, us in times[3:]] == [0.0] * (len(times) - 3) and times[0][2] > 0
+    with pytest.raises(Exception, match="check img format"):
+        kpu.layer_times(task, b"\x00" * 3)
+    kpu.deinit(task)

@@ -12,7 +12,8 @@ MicroPython implements. On CPython `_kpu` is the C extension; on a board it is t
 
 Functions: load, load_flash, forward, get_output, set_layers, set_outputs, fmap, fmap_free, netinfo, deinit,
 memtest, memory, set_flash_image, init_yolo2, run_yolo2, face_encode, face_compare; and budget, fits, rows_text (the
-memory budget, verdict and KPU RAM row notation shared with `openkpu inspect` / `openkpu fit`).
+memory budget, verdict and KPU RAM row notation shared with `openkpu inspect` / `openkpu fit`), layer_times (a
+forward timed layer by layer: on a board, where the time goes on the K210).
 
 Where this differs from MaixPy, on purpose:
 - `forward(net, img, out_index)`: the third argument is the OUTPUT INDEX (MaixPy's docs call it `end_layer`, but it
@@ -643,12 +644,29 @@ def forward(net, img_or_data, out_index=0):
         raise OSError(ERR_IDX_OUTRANGE, _text("forward", ERR_IDX_OUTRANGE, "output index %d out of range: the model "
                       "has %d output(s) (the third argument of forward is an output index; to run only the first n "
                       "layers call kpu.set_layers(task, n) before forward)" % (out_index, m.output_count())))
+    _set_input(m, img_or_data)
+    m.run(net._layers)
+    return get_output(net, out_index)
+
+
+def _set_input(m, img_or_data):
     inputs = m.inputs()
     if not inputs:
         raise OSError(ERR_KMODEL_FORMAT, "[MAIXPY]kpu: the model declares no input")
     m.set_input(0, _input_bytes(img_or_data, inputs[0]))
-    m.run(net._layers)
-    return get_output(net, out_index)
+
+
+def layer_times(net, img_or_data):
+    """forward(net, img) timed layer by layer (not in MaixPy): [(layer index, type name, microseconds), ...], one per
+    layer. On a board these are the K210's own times (the firmware's tick clock, microsecond steps); on a PC the
+    emulator's. Layers run as one step with the layer before them (the emulator's pairs and side chains on 2+ threads)
+    read 0, their time counted in the step's first layer, as do layers past set_layers. get_output then gives this
+    run's outputs."""
+    _check_net(net)
+    m = net._live()
+    _set_input(m, img_or_data)
+    ns = m.run_timed(net._layers)
+    return [(i, layer.type_name, t / 1000.0) for i, (layer, t) in enumerate(zip(m.layers(), ns))]
 
 
 def get_output(net, idx):
