@@ -162,6 +162,57 @@ def test_few_quads_in_bands(kernel, pool_type, arg_x, shr_x):
     _same_on_threads(data, x, conv, want)
 
 
+def _spread_conv(rng, x, oc, kernel, depthwise, src, dst, pool_type, args):
+    """A layer whose batch norm is scaled to each channel's sums, so its outputs spread over 0..255 (saturated ones
+    would hide wrong sums)."""
+    c = x.shape[0]
+    shape = (oc, kernel, kernel) if depthwise else (oc, c, kernel, kernel)
+    weights = rng.integers(0, 256, size=shape)
+    alu = kref.kpu_conv(x, weights, kernel, depthwise, args["pad_value"], args["arg_x"], args["shr_x"], args["arg_w"],
+                        args["shr_w"], 0, kref.CONV_OFFSET_PER_CHANNEL)
+    bn_mul, bn_add, bn_shift = [], [], []
+    for ch in range(oc):
+        lo, hi = int(alu[ch].min()), int(alu[ch].max())
+        shift = max(0, min(15, int(np.ceil(np.log2(max(hi - lo, 1) / 200.0)))))
+        mul = max(1, min(255, int(200 * 2 ** shift // max(hi - lo, 1))))
+        bn_mul.append(mul)
+        bn_shift.append(shift)
+        bn_add.append(28 - ((lo * mul) >> shift))
+    return kw.KpuConv(in_w=x.shape[2], in_h=x.shape[1], in_c=c, out_c=oc, kernel=kernel, depthwise=depthwise,
+                      weights=weights, bn_mul=bn_mul, bn_add=bn_add, bn_shift=bn_shift, act=kw.ActTable.linear(),
+                      src=src, dst=dst, main_out=0, pool_type=pool_type, **args)
+
+
+@pytest.mark.parametrize("arg_x,shr_x", [(-8, 2), (-7, 1)])
+@pytest.mark.parametrize("pool_type", [0, 1, 2, 3, 4, 8, 9, 5])
+def test_1x1_after_its_producer(pool_type, arg_x, shr_x):
+    """A 1x1 layer that reads the whole output of the layer run just before it takes that layer's dense output planes
+    as its input (kpu_emu.c, "Forwarding"), with or without a max or mean pool of its own (a picked one, 5, loads the
+    pixels it picks instead), its x-offset terms folded into the weights (arg_x -8 >> 2) or computed (-7 >> 1): the
+    NumPy reference's bytes for both layers in KPU RAM and in main memory on 1-3 threads."""
+    rng = np.random.default_rng(40 + pool_type + shr_x)
+    w, h, c, oc = 40, 32, 16, 24
+    x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
+    args = dict(pad_value=9, arg_x=arg_x, shr_x=shr_x, arg_w=-3, shr_w=1)
+    mid_row = kw.kpu_map_rows(w, h, c) + 3
+    first = _spread_conv(rng, x, c, 3, True, 0, mid_row, 0, args)
+    mid, _ = kref.kpu_layer(x, first)
+    second = _spread_conv(rng, mid, oc, 1, False, mid_row, mid_row + kw.kpu_map_rows(w, h, c) + 5, pool_type, args)
+    want, _ = kref.kpu_layer(mid, second)
+    data = kw.V3Model(layers=[first, second], outputs=[(0, second.out_w * second.out_h * oc)]).to_bytes()
+    for threads in (1, 2, 3):
+        m = _kpu.Model(data, threads=threads)
+        m.set_input(0, x.tobytes())
+        m.run()
+        got = np.frombuffer(m.output(0)[0], np.uint8)[:want.size].reshape(want.shape)
+        assert np.array_equal(got, want), "threads=%d: %d bytes differ" % (threads, int((got != want).sum()))
+        ram = np.frombuffer(m.kpu_ram(), np.uint8)
+        assert np.array_equal(kref.kpu_download(ram, first.dst, c, h, w), mid), "threads=%d: first layer" % threads
+        assert np.array_equal(kref.kpu_download(ram, second.dst, oc, second.out_h, second.out_w), want), (
+            "threads=%d: KPU RAM" % threads)
+        m.free()
+
+
 @pytest.mark.parametrize("split", ["0", "1"])
 @pytest.mark.parametrize("eight_bit", [True, False])
 @pytest.mark.parametrize("kernel,depthwise,pool_type,shift", [
