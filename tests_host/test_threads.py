@@ -142,7 +142,8 @@ def test_layer_over_its_own_input(depthwise, shift, monkeypatch):
         _same_on_threads(data, x, conv, want, " split %s" % split)
 
 
-@pytest.mark.parametrize("kernel,pool_type", [(1, 0), (3, 0), (3, 5), (3, 6), (3, 7), (1, 6)])
+@pytest.mark.parametrize("kernel,pool_type", [(1, 0), (3, 0), (3, 5), (3, 6), (3, 7), (1, 6), (1, 1), (3, 1), (1, 2),
+                                               (3, 2), (3, 3), (1, 4), (3, 4)])
 @pytest.mark.parametrize("arg_x,shr_x", [(-6, 1), (-5, 2)])  # x-offset terms folded into the weights, and not
 def test_few_quads_in_bands(kernel, pool_type, arg_x, shr_x):
     """A layer by quads with few of them over a large map (3x3: 6 output channels, a whole quad and a partial one; 1x1:

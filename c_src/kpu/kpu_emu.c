@@ -682,9 +682,16 @@ typedef struct channel_tasks {
  * and 8 of them over 160x120 pixels) made as few tasks, 35-45 us each on two threads, and the thread that finished
  * first waited up to one of them (16 us of the pass's 49 at the joins were those layers'). The rows of a band are the
  * same layer over fewer rows: its planes start at the band's first row (padded, or picked, rows are pitch apart),
- * same plane stride, and so do its x-offset terms and its outputs. Only without a pool (or a picked one, which the
- * layer has become): a pool's windows would straddle the bands. */
+ * same plane stride, and so do its x-offset terms and its outputs. A pooled layer too when its windows tile the map
+ * (pools 1-7, window = stride): its bands start on a multiple of the stride, so no window straddles two, and its
+ * outputs start stride times fewer rows down (pools 8 and 9, 2x2 windows a row apart, are not split).
+ * Beyond the tasks `want` asks for, a band per TASK_MACS multiply-accumulates of a run of channels, up to twice as
+ * many tasks in all: at the joins a thread waits up to one task, and the face detector's first layer (4 quads over
+ * 320x240, 3x3, a max pool) made 4 tasks of 210 us. With both, the same code alternating 6 rounds of 60 runs with and
+ * without: the face detector's one-/two-thread ratio 1.785 to 1.897, MobileNet's 1.83 to 1.87 (its first layer is
+ * not picked: its x-offset terms are not folded), YOLOv2 320x240 v5's 1.76 to 2.10, the others within 1%. */
 #define BAND_MIN_PIXELS 4096u
+#define TASK_MACS 1048576u
 
 /* ---- Rows kept on one thread ----
  * A layer over a large map (ULFFD's and RFB's first four, 160x120) is shared by rows rather than by channels: its
@@ -722,10 +729,19 @@ static uint32_t channel_bands(const okpu_kpu_emu *e, const emu_layer *L, uint32_
         bands = channel_tasks_n >= want ? 2u : ((want + channel_tasks_n - 1u) / channel_tasks_n + 1u) / 2u * 2u;
         return bands < L->h ? bands : L->h;
     }
-    if (sets < 2 || e->reference || e->split_all || !okpu_emu_by_quads(L) || L->a->pool_type != 0 ||
-        (size_t)L->w * L->h < BAND_MIN_PIXELS || channel_tasks_n >= want)
+    if (sets < 2 || e->reference || e->split_all || !okpu_emu_by_quads(L) ||
+        okpu_kpu_pool_window(L->a->pool_type) != okpu_kpu_pool_stride(L->a->pool_type) ||
+        (size_t)L->w * L->h < BAND_MIN_PIXELS)
         return 1;
-    bands = (want + channel_tasks_n - 1u) / channel_tasks_n;
+    bands = channel_tasks_n >= want ? 1u : (want + channel_tasks_n - 1u) / channel_tasks_n;
+    {
+        /* tasks of at most about TASK_MACS, up to twice `want` tasks in all */
+        const uint64_t run_macs = (uint64_t)(L->oc + channel_tasks_n - 1u) / channel_tasks_n * L->w * L->h * L->g_ic * L->kk;
+        const uint64_t by_macs = (run_macs + TASK_MACS - 1u) / TASK_MACS;
+        const uint32_t most = (2u * want + channel_tasks_n - 1u) / channel_tasks_n;
+        if (by_macs > bands)
+            bands = by_macs < most ? (uint32_t)by_macs : most;
+    }
     return bands < L->h ? bands : L->h;
 }
 
@@ -749,7 +765,9 @@ static void channel_task(void *ctx, int worker, uint32_t task)
         const uint32_t run = T->band_major ? task % T->runs : task / T->bands;
         const uint32_t y0 = band_i * T->band_rows;
         const uint32_t y1 = L->h - y0 < T->band_rows ? L->h : y0 + T->band_rows;
-        const size_t at = (size_t)y0 * L->w, n = (size_t)(y1 - y0) * L->w;
+        const uint32_t s = okpu_kpu_pool_stride(L->a->pool_type); /* (the band's output rows: y0 / s to y1 / s) */
+        const size_t at = (size_t)y0 * L->w, out_at = (size_t)(y0 / s) * L->a->out_width;
+        const size_t n = (size_t)(y1 / s - y0 / s) * L->a->out_width;
         emu_layer band = *L;
         emu_shared S = *T->S;
         uint32_t c;
@@ -760,12 +778,12 @@ static void channel_task(void *ctx, int worker, uint32_t task)
         band.in = L->in + (size_t)y0 * L->pitch;
         if (S.x_term)
             S.x_term += at;
-        okpu_emu_channels_fast(&band, first, end, &S, W, T->out + at);
-        okpu_kpu_layout_upload_rows(T->ram, L->a->image_dst_addr, T->out + first * out_plane + at, out_plane,
-                                    L->a->out_width, L->a->out_height, first, end, y0, y1);
+        okpu_emu_channels_fast(&band, first, end, &S, W, T->out + out_at);
+        okpu_kpu_layout_upload_rows(T->ram, L->a->image_dst_addr, T->out + first * out_plane + out_at, out_plane,
+                                    L->a->out_width, L->a->out_height, first, end, y0 / s, y1 / s);
         if (T->main_out)
             for (c = first; c < end; c++)
-                memcpy(T->main_out + c * out_plane + at, T->out + c * out_plane + at, n);
+                memcpy(T->main_out + c * out_plane + out_at, T->out + c * out_plane + out_at, n);
         return;
     }
     task_channels(L->oc, T->per_task, task, &first, &end);
@@ -1114,6 +1132,10 @@ static void setup_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *b
     T->runs = R->tasks;
     T->bands = T->load ? 1u : channel_bands(e, L, R->tasks, sets, T->band_major);
     T->band_rows = (L->h + T->bands - 1u) / T->bands;
+    if (T->bands > 1u) { /* (whole pool windows a band: a pooled layer's bands start on a multiple of its stride) */
+        const uint32_t stride = okpu_kpu_pool_stride(L->a->pool_type);
+        T->band_rows = (T->band_rows + stride - 1u) / stride * stride;
+    }
 }
 
 /* Run a ready job's layer: setup_job's arguments, then its channels. */
