@@ -200,6 +200,40 @@ def test_global_pools(seed, type_id):
         assert_u8(u8(got), want, "QUANTIZED_GLOBAL_AVERAGE_POOL2D")
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("type_id", [3, 4, 5, 6])
+def test_global_pools_shared(type_id, threads):
+    """MobileNet's size (384 channels of 7 x 7: enough for the step to be shared by runs of channels on 2-3 threads)
+    against the reference bit for bit: the float average is a float32 sum in order, which a split by channels keeps."""
+    rng = np.random.default_rng(60 + type_id)
+    c, k = 384, 49
+    quant = type_id in (4, 6)
+    p = U8Prefix(rng.integers(0, 256, c * k), channels=8)
+    layers, x, src = p.layers(), p.expected(), p.addr
+    if not quant:  # float input: the u8 values dequantized after the prefix
+        scale, bias = np.float32(0.0371), np.float32(-4.25)
+        src = out_addr(p)
+        layers = layers + [kw.Dequantize(inp=p.addr, out=src, count=c * k, scale=scale, bias=bias)]
+        x = ref.ref_dequantize(x, scale, bias)
+    cls = {3: kw.GlobalMaxPool2d, 4: kw.QuantizedGlobalMaxPool2d, 5: kw.GlobalAveragePool2d,
+           6: kw.QuantizedGlobalAveragePool2d}[type_id]
+    if type_id in (3, 4, 5):
+        want = ref.ref_global_pool(x, k, c, "max" if type_id in (3, 4) else "avg")
+    else:
+        want = x.reshape(c, k).astype(np.int64).sum(axis=1) // k
+    size, out = (c, src + c * k + 64) if quant else (4 * c, src + 4 * c * k + 64)
+    data = kw.V3Model(layers=layers + [cls(inp=src, out=out, kernel_size=k, channels=c)],
+                      outputs=[(out, size)]).to_bytes()
+    m = _kpu.Model(data, threads=threads)
+    m.set_input(0, p.input_bytes())
+    m.run()
+    got = bytes(m.output(0)[0][:size])
+    if quant:
+        assert_u8(u8(got), want, "type %d on %d threads" % (type_id, threads))
+    else:
+        assert_f32_bits(f32(got), want, "type %d on %d threads" % (type_id, threads))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # 7-10 windowed pools
 

@@ -9,14 +9,27 @@
 OKPU_DEFINE_STEP(okpu_step_add_f32, okpu_cpu_add_args, okpu_k_add_f32(a->a, a->b, a->out, a->count))
 OKPU_DEFINE_STEP(okpu_step_quant_add_u8, okpu_cpu_quant_add_args,
                  okpu_k_quant_add_u8(a->a, a->b, a->out, a->count, &a->p, a->round))
-OKPU_DEFINE_STEP(okpu_step_global_max_f32, okpu_cpu_global_pool_args,
-                 okpu_k_global_max_f32(a->in, a->out, a->kernel_size, a->channels))
-OKPU_DEFINE_STEP(okpu_step_global_avg_f32, okpu_cpu_global_pool_args,
-                 okpu_k_global_avg_f32(a->in, a->out, a->kernel_size, a->channels))
-OKPU_DEFINE_STEP(okpu_step_global_max_u8, okpu_cpu_global_pool_args,
-                 okpu_k_global_max_u8(a->in, a->out, a->kernel_size, a->channels))
-OKPU_DEFINE_STEP(okpu_step_global_avg_u8, okpu_cpu_global_pool_args,
-                 okpu_k_global_avg_u8(a->in, a->out, a->kernel_size, a->channels))
+/* Global pools: runs of channels on the workers (the loader refuses an output over the input; each channel's values
+ * are still taken in the kernel's order, so the sums are the same bits). MobileNet's average over 768 x 49 floats
+ * took 24 us, serial on two threads. */
+#define OKPU_GLOBAL_POOL_STEP(name, kernel, elem)                                                                     \
+    static void name##_range(const void *args, size_t first, size_t end)                                             \
+    {                                                                                                                 \
+        const okpu_cpu_global_pool_args *a = args;                                                                    \
+        kernel(a->in + (size_t)(elem) * a->kernel_size * first, a->out + (size_t)(elem) * first, a->kernel_size,      \
+               (uint32_t)(end - first));                                                                              \
+    }                                                                                                                 \
+    int name(const okpu_run_ctx *ctx, const void *args, okpu_error *err)                                             \
+    {                                                                                                                 \
+        const okpu_cpu_global_pool_args *a = args;                                                                    \
+        (void)err;                                                                                                    \
+        okpu_step_parallel(ctx, a->channels, a->kernel_size, 1, name##_range, args);                                  \
+        return OKPU_OK;                                                                                               \
+    }
+OKPU_GLOBAL_POOL_STEP(okpu_step_global_max_f32, okpu_k_global_max_f32, 4u)
+OKPU_GLOBAL_POOL_STEP(okpu_step_global_avg_f32, okpu_k_global_avg_f32, 4u)
+OKPU_GLOBAL_POOL_STEP(okpu_step_global_max_u8, okpu_k_global_max_u8, 1u)
+OKPU_GLOBAL_POOL_STEP(okpu_step_global_avg_u8, okpu_k_global_avg_u8, 1u)
 OKPU_DEFINE_STEP(okpu_step_max_pool_f32, okpu_cpu_pool_args, okpu_k_max_pool_f32(a->in, a->out, &a->p, a->act))
 OKPU_DEFINE_STEP(okpu_step_avg_pool_f32, okpu_cpu_pool_args, okpu_k_avg_pool_f32(a->in, a->out, &a->p, a->act))
 OKPU_DEFINE_STEP(okpu_step_max_pool_u8, okpu_cpu_pool_args, okpu_k_max_pool_u8(a->in, a->out, &a->p))
