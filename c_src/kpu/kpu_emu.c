@@ -736,7 +736,8 @@ static uint32_t channel_bands(const okpu_kpu_emu *e, const emu_layer *L, uint32_
     bands = channel_tasks_n >= want ? 1u : (want + channel_tasks_n - 1u) / channel_tasks_n;
     {
         /* tasks of at most about TASK_MACS, up to twice `want` tasks in all */
-        const uint64_t run_macs = (uint64_t)(L->oc + channel_tasks_n - 1u) / channel_tasks_n * L->w * L->h * L->g_ic * L->kk;
+        const uint64_t run_macs =
+            (uint64_t)(L->oc + channel_tasks_n - 1u) / channel_tasks_n * L->w * L->h * L->g_ic * L->kk;
         const uint64_t by_macs = (run_macs + TASK_MACS - 1u) / TASK_MACS;
         const uint32_t most = (2u * want + channel_tasks_n - 1u) / channel_tasks_n;
         if (by_macs > bands)
