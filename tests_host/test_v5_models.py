@@ -8,6 +8,8 @@
 import json
 import os
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -554,6 +556,142 @@ def test_copy_past_its_pool_is_refused():
     with pytest.raises(Exception) as e:
         _kpu.Model(v5_file(code, F32, [2, 3, 4, 5], F32, [2, 3, 4, 5]))
     assert "2003" in str(e.value) and "outside" in str(e.value) and "COPY" in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# empty walks: a zero extent beside extents no run could walk (the views check no stride of an empty tensor, and a
+# stride of 0 passes them): the step must do nothing at once, or the load refuse it by its work
+
+HUGE = 1 << 30
+
+
+def elementwise_code(fid, fields, dims, regs_before=()):
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    for op in regs_before:
+        op(c)
+    c.shape(0, dims), c.shape(1, [0] + [1] * (len(dims) - 1)), c.shape(2, [0] + [1] * (len(dims) - 1))
+    c.tensor(fid, fields)
+    return c.b
+
+
+def lut_code():
+    c = Code()
+    c.lea(0, 0), c.lea(2, 0), c.lea(1, 0), c.i4(0), c.i4(255)
+    c.shape(0, [HUGE, HUGE, 0]), c.shape(1, [0, 1, 1]), c.shape(2, [0, 1, 1])
+    c.tensor(0x10, bytes([U8, 0, 1, 2]) + struct.pack("<H", 256))
+    return c.b
+
+
+def pad_code():
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0), c.i4(7)
+    c.shape(0, [HUGE, HUGE, 0]), c.shape(1, [0, 1, 1]), c.shape(2, [0, 1, 1])
+    c.paddings(0, [(0, 0)] * 3)
+    c.tensor(0x13, bytes([U8, 0, 1, 2, 0, 0]))
+    return c.b
+
+
+def binary_code():
+    c = Code()
+    c.lea(0, 0), c.lea(0, 0), c.lea(1, 0)
+    for reg in (0, 2, 4):
+        c.shape(reg, [HUGE, HUGE, 0]), c.shape(reg + 1, [0, 1, 1])
+    c.tensor(0x01, bytes([F32, 0, 1, 2, 3, 4, 5, 0]) + struct.pack("<2f", -1e30, 1e30))
+    return c.b
+
+
+def reduce_code():
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0), c.r4(0.0)
+    c.shape(0, [HUGE, 0, HUGE]), c.shape(1, [0, 1, 1]), c.shape(2, [0, 0, 0]), c.shape(3, [1])
+    c.tensor(0x17, bytes([F32, 0, 1, 2, 3, 3, 1]))  # sum over the empty axis 1, kept: HUGE x HUGE zeros to write
+    return c.b
+
+
+def conv_code(n, oc):
+    c = Code()
+    c.lea(0, 0), c.lea(2, 0), c.lea(2, 0), c.lea(1, 0)
+    for _ in range(2):
+        c.i4(0), c.i4(0), c.i4(0)
+    c.shape(0, [n, 0, 1, 1]), c.shape(1, [0, 1, 1, 1]), c.shape(2, [oc, 0, 1, 1]), c.shape(3, [0, 1, 1, 1])
+    c.shape(4, [0]), c.shape(5, [0, 0, 0, 0])  # no input channel: every output is the (one) bias
+    c.tensor(0x06, bytes([F32, 0, 1, 2, 3, 4, 5]) + struct.pack("<5H2f", 1, 1, 1, 1, 1, -1e30, 1e30))
+    return c.b
+
+
+def matmul_code(m, n):
+    c = Code()
+    c.lea(0, 0), c.lea(2, 0), c.lea(2, 0), c.lea(1, 0)
+    c.shape(0, [m, 0]), c.shape(1, [0, 1]), c.shape(2, [0, n]), c.shape(3, [n, 1]), c.shape(4, [m, n])
+    c.shape(5, [n, 1])
+    c.tensor(0x11, bytes([0, 1, 2, 3, 4, 5]) + struct.pack("<2f", -1e30, 1e30))
+    return c.b
+
+
+def push_scale_bias(c):
+    c.r4(1.0), c.r4(0.0)
+
+
+EMPTY_WALKS = {  # name: (code, input type, output type, rdata, what must happen)
+    "quantize": (elementwise_code(0x14, bytes([F32, U8, 0, 1, 2]), [HUGE, HUGE, 0], [push_scale_bias]), F32, U8,
+                 b"", "ran"),
+    "dequantize": (elementwise_code(0x0B, bytes([U8, F32, 0, 1, 2]), [HUGE, HUGE, 0], [push_scale_bias]), U8, F32,
+                   b"", "ran"),
+    "convert": (elementwise_code(0x08, bytes([U8, F32, 0, 1, 2]), [HUGE, HUGE, 0]), U8, F32, b"", "ran"),
+    "unary": (elementwise_code(0x26, bytes([F32, 0, 1, 2, 0]), [HUGE, HUGE, 0]), F32, F32, b"", "ran"),
+    "copy": (elementwise_code(0x09, bytes([F32, 0, 1, 2]), [HUGE, HUGE, 0]), F32, F32, b"", "ran"),
+    "softmax": (elementwise_code(0x1F, bytes([F32, 0, 1, 2]) + struct.pack("<if", 1, 1.0), [HUGE, 0, HUGE]), F32,
+                F32, b"", "ran"),
+    "lut": (lut_code(), U8, U8, bytes(256), "ran"),
+    "pad": (pad_code(), U8, U8, b"", "ran"),
+    "binary": (binary_code(), F32, F32, b"", "ran"),
+    "reduce": (reduce_code(), F32, F32, b"", "refused"),
+    "conv2d": (conv_code(HUGE, HUGE), F32, F32, bytes(4), "refused"),
+}
+
+RUN_ONCE = """
+import sys, _kpu
+try:
+    m = _kpu.Model(open(sys.argv[1], 'rb').read(), threads=int(sys.argv[2]))
+except Exception as e:
+    print('refused', e)
+    sys.exit(0)
+m.set_input(0, bytes(16))
+m.run()
+print('ran')
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", sorted(EMPTY_WALKS))
+def test_an_empty_walk_ends_at_once_or_is_refused_by_its_work(name, threads, tmp_path):
+    """(fuzz_v5 found a quantize of [n, n, 0] walking n x n times: a CI timeout.) In a child process with a time
+    limit, so that a walk that does not end fails the test rather than hanging the suite."""
+    code, in_dt, out_dt, rdata, want = EMPTY_WALKS[name]
+    path = tmp_path / (name + ".kmodel")
+    path.write_bytes(v5_file(code, in_dt, [16 // DT_SIZE[in_dt]], out_dt, [4], rdata=rdata))
+    try:
+        r = subprocess.run([sys.executable, "-c", RUN_ONCE, str(path), str(threads)], capture_output=True, text=True,
+                           timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("%s over an empty walk still running after 60 s" % name)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == want, r.stdout
+    if want == "refused":
+        assert "work limit" in r.stdout and name.upper()[:4] in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("name, code, outputs", [("CONV2D", conv_code(40, 50), 2000),
+                                                 ("MATMUL", matmul_code(40, 50), 2000)])
+def test_a_product_over_nothing_counts_a_work_for_each_output(name, code, outputs):
+    """No input channel (conv2d) or K = 0 (matmul): no multiply, but every output is written; the work budget must
+    count them, or a file could write without bound under a budget of 1."""
+    data = v5_file(code, F32, [4], F32, [outputs], rdata=bytes(4 * 50))
+    _kpu.Model(data, max_work=outputs)
+    with pytest.raises(Exception) as e:
+        _kpu.Model(data, max_work=outputs - 1)
+    assert "work limit" in str(e.value) and name in str(e.value)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -34,6 +34,8 @@ static void st_f32(uint8_t *p, float f)
         uint32_t r_;                                                                                                  \
         for (r_ = 0; r_ < last_; r_++)                                                                                \
             outer_ *= (nd)->shape[r_];                                                                                \
+        if (n_ == 0u) /* an empty walk: nothing, however large the other extents (the work counted none) */           \
+            outer_ = 0;                                                                                               \
         for (o_ = 0; o_ < outer_; o_++) {                                                                             \
             for (idx_[last_] = 0; idx_[last_] < n_; idx_[last_]++, si_ += sstep_, di_ += dstep_) {                   \
                 __VA_ARGS__;                                                                                           \
@@ -391,6 +393,8 @@ void okpu_v5_k_reduce(const okpu_v5_reduce_args *a)
 
 void okpu_v5_k_softmax(const okpu_v5_softmax_args *a)
 {
+    if (a->len == 0u)
+        return; /* an empty axis: no element to read or write (the other extents may be huge, the work counted 0) */
     ND_WALK(&a->nd, {
         const uint8_t *x = a->src + si_ * 4;
         uint8_t *y = a->dst + di_ * 4;
@@ -442,6 +446,8 @@ void okpu_v5_k_binary(const okpu_v5_binary_args *a)
     int64_t ai = 0, bi = 0, oi = 0;
     for (r = 0; r < last; r++)
         outer *= a->shape[r];
+    if (n == 0u)
+        return; /* an empty output: nothing (as ND_WALK) */
     for (o = 0; o < outer; o++) {
         if (a->rank)
             binary_run(a, ai, bi, oi, n, a->a_stride[last], a->b_stride[last], a->out_stride[last]);

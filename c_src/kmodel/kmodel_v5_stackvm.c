@@ -804,8 +804,10 @@ static int t_conv2d(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         a->pad_top = pt, a->pad_left = pl;
         a->clamp_lo = lo, a->clamp_hi = hi;
     }
+    /* (every output is written, even with no input channel to sum: at least one operation each) */
     describe(s, &out.a, OKPU_V5_DT_F32, 4, oshape,
-             okpu_sat_mul(count_elems(4, oshape), okpu_sat_mul(wshape[1], (uint64_t)wshape[2] * wshape[3])));
+             okpu_sat_mul(count_elems(4, oshape),
+                          wshape[1] ? okpu_sat_mul(wshape[1], (uint64_t)wshape[2] * wshape[3]) : 1u));
     return OKPU_OK;
 }
 
@@ -933,7 +935,10 @@ static int t_reduce(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         for (k = 0; k < rank; k++)
             a->out_shape[k] = kshape[k], a->out_stride[k] = (int32_t)kos[k];
     }
-    describe(s, &out.a, OKPU_V5_DT_F32, rank, kshape, count_elems(rank, shape));
+    { /* the input's elements, or the output's when an empty reduced axis leaves only them to write */
+        const uint64_t in_elems = count_elems(rank, shape), out_elems = count_elems(rank, kshape);
+        describe(s, &out.a, OKPU_V5_DT_F32, rank, kshape, in_elems > out_elems ? in_elems : out_elems);
+    }
     return OKPU_OK;
 }
 
@@ -1173,8 +1178,8 @@ static int t_matmul(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     }
     {
         uint32_t oshape[2] = {batch * m, n};
-        describe(s, &out.a, OKPU_V5_DT_F32, 2, oshape,
-                 okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk, n)));
+        describe(s, &out.a, OKPU_V5_DT_F32, 2, oshape, /* (K = 0 still writes each output) */
+                 okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk ? kk : 1u, n)));
     }
     return OKPU_OK;
 }

@@ -240,6 +240,22 @@ def v5_kpu_conv(weights=(1, 2), in_dims=(1, 1, 4, 4), dst_row=8) -> bytes:
     return v5_file([("stackvm", [sfn], b"", 0, 8), ("k210", [kfn], bytes(rdata), 0, 256)], 256)
 
 
+def v5_stackvm_empty_walk(fid: int, fields: bytes, dims, floats=()) -> bytes:
+    """stackvm only: one tensor function (after pushing `floats`) from the f32 [4] input to the output over `dims`: a
+    0 among extents of 2^30, strides 0 on the first axis and 1 on the others, so the views pass and the walk is
+    empty."""
+    strides = [0] + [1] * (len(dims) - 1)
+    c = StackCode()
+    c.lea(LOC_INPUT, 0), c.lea(LOC_OUTPUT, 0)
+    for f in floats:
+        c.r4(f)
+    c.shape(0, dims), c.shape(1, strides), c.shape(2, strides)
+    c.tensor(fid, fields)
+    fn = V5Function(c.b, [(v5_range(LOC_INPUT, V5_F32, 0, 16), [4])], [(v5_range(LOC_OUTPUT, V5_F32, 0, 16), [4])],
+                    16, 16)
+    return v5_file([("stackvm", [fn], b"", 0, 8)], 8)
+
+
 def v5_seed_models():
     """Name -> bytes of the hand-built v5 seeds (each a few hundred bytes)."""
     return {"v5_stackvm_quantize": v5_stackvm_quantize(), "v5_kpu_conv": v5_kpu_conv(),
@@ -254,7 +270,13 @@ def v5_regression_models():
     return {"fuzz_v5_quantize_nan_scale": v5_stackvm_quantize(scale=float("nan")),
             "fuzz_v5_partial_output_outside_its_pool": v5_stackvm_quantize(q_strides=[0, 0, 0, 0], data_pool=1),
             # COPY of an element onto bytes that overlap it: memcpy with overlapping ranges (ASan: memcpy-param-overlap)
-            "fuzz_v5_copy_overlapping_element": v5_stackvm_overlapping_copy()}
+            "fuzz_v5_copy_overlapping_element": v5_stackvm_overlapping_copy(),
+            # a walk of [n, n, 0] ran n x n times doing nothing (libFuzzer: timeout in okpu_v5_k_quantize); SOFTMAX
+            # over an empty axis also read one element of its unchecked empty input
+            "fuzz_v5_quantize_empty_walk": v5_stackvm_empty_walk(0x14, bytes([V5_F32, V5_U8, 0, 1, 2]),
+                                                                 [1 << 30, 1 << 30, 0], (1.0, 0.0)),
+            "fuzz_v5_softmax_empty_axis": v5_stackvm_empty_walk(0x1F, bytes([V5_F32, 0, 1, 2]) +
+                                                                struct.pack("<if", 1, 1.0), [1 << 30, 0, 1 << 30])}
 
 
 def write_v5_corpus() -> None:
