@@ -416,32 +416,6 @@ static PyObject *Model_set_input(ModelObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"n_layers", NULL};
-    int n_layers = 0, rc;
-    okpu_error err;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|i:run", kwlist, &n_layers))
-        return NULL;
-    if (!check_idle(self))
-        return NULL;
-    memset(&err, 0, sizeof err);
-    /* What a partial run needs is taken first, with the GIL held (run would take it with the same error): while the
-     * GIL is released the run then changes nothing the load-time queries (layers, memory, ...) read. */
-    rc = okpu_model_reserve_partial(self->model, n_layers, &err);
-    if (rc == OKPU_OK) {
-        self->running = 1;
-        Py_BEGIN_ALLOW_THREADS
-        rc = okpu_model_run(self->model, n_layers, &err);
-        Py_END_ALLOW_THREADS
-        self->running = 0;
-    }
-    if (rc != OKPU_OK)
-        return raise_oserror("run", &err, rc);
-    Py_RETURN_NONE;
-}
-
 /* The timed runs' clock (okpu_clock_fn): the platform's monotonic clock, in nanoseconds. */
 static uint64_t monotonic_ns(void *unused)
 {
@@ -463,6 +437,42 @@ static uint64_t monotonic_ns(void *unused)
 #endif
 }
 
+/* Run the first n_layers, each layer's time into layer_ns unless it is NULL, with the GIL released. What a partial run
+ * needs is taken first, with the GIL held (run would take it with the same error): while the GIL is released the run
+ * then changes nothing the load-time queries (layers, memory, ...) read. */
+static int run_released(ModelObject *self, int n_layers, uint64_t *layer_ns, okpu_error *err)
+{
+    int rc;
+
+    memset(err, 0, sizeof *err);
+    rc = okpu_model_reserve_partial(self->model, n_layers, err);
+    if (rc != OKPU_OK)
+        return rc;
+    self->running = 1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = layer_ns ? okpu_model_run_timed(self->model, n_layers, monotonic_ns, NULL, layer_ns, err)
+                  : okpu_model_run(self->model, n_layers, err);
+    Py_END_ALLOW_THREADS
+    self->running = 0;
+    return rc;
+}
+
+static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"n_layers", NULL};
+    int n_layers = 0, rc;
+    okpu_error err;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|i:run", kwlist, &n_layers))
+        return NULL;
+    if (!check_idle(self))
+        return NULL;
+    rc = run_released(self, n_layers, NULL, &err);
+    if (rc != OKPU_OK)
+        return raise_oserror("run", &err, rc);
+    Py_RETURN_NONE;
+}
+
 /* run(), with each layer's time: a list of nanoseconds, one per layer (okpu_model_run_timed). */
 static PyObject *Model_run_timed(ModelObject *self, PyObject *args, PyObject *kwds)
 {
@@ -480,15 +490,7 @@ static PyObject *Model_run_timed(ModelObject *self, PyObject *args, PyObject *kw
     ns = (uint64_t *)PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *ns);
     if (!ns)
         return PyErr_NoMemory();
-    memset(&err, 0, sizeof err);
-    rc = okpu_model_reserve_partial(self->model, n_layers, &err); /* (as run(): nothing taken while released) */
-    if (rc == OKPU_OK) {
-        self->running = 1;
-        Py_BEGIN_ALLOW_THREADS
-        rc = okpu_model_run_timed(self->model, n_layers, monotonic_ns, NULL, ns, &err);
-        Py_END_ALLOW_THREADS
-        self->running = 0;
-    }
+    rc = run_released(self, n_layers, ns, &err);
     if (rc != OKPU_OK) {
         PyMem_Free(ns);
         return raise_oserror("run", &err, rc);

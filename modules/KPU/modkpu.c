@@ -490,38 +490,6 @@ static mp_obj_t kpu_model_reserve(mp_obj_t self_in, mp_obj_t n_in) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(kpu_model_reserve_obj, kpu_model_reserve);
 
-static mp_obj_t kpu_model_run(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args) {
-    enum { ARG_n_layers };
-    static const mp_arg_t allowed_args[] = {
-        { MP_QSTR_n_layers, MP_ARG_INT, {.u_int = 0} },
-    };
-    kpu_model_obj_t *self = kpu_get_idle(pos_args[0]);
-    mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
-    mp_arg_parse_all(n_args - 1, pos_args + 1, kw_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
-    okpu_error err;
-    memset(&err, 0, sizeof(err));
-    int n_layers = (int)args[ARG_n_layers].u_int;
-    #if MICROPY_PY_THREAD
-    /* The core's memory comes from the GC heap: what a partial run needs is taken now, with the GIL held (run would
-     * take it with the same error), so the forward pass allocates nothing while other threads run. */
-    int rc = okpu_model_reserve_partial(self->model, n_layers, &err);
-    if (rc == OKPU_OK) {
-        self->running = true;
-        MP_THREAD_GIL_EXIT();
-        rc = okpu_model_run(self->model, n_layers, &err);
-        MP_THREAD_GIL_ENTER();
-        self->running = false;
-    }
-    #else
-    int rc = okpu_model_run(self->model, n_layers, &err);
-    #endif
-    if (rc != OKPU_OK) {
-        kpu_raise_os("run", &err, rc);
-    }
-    return mp_const_none;
-}
-static MP_DEFINE_CONST_FUN_OBJ_KW(kpu_model_run_obj, 1, kpu_model_run);
-
 /* The timed runs' clock (okpu_clock_fn): the port's microsecond ticks, widened to 64 bits across their wrap. */
 typedef struct {
     mp_uint_t last;
@@ -536,8 +504,8 @@ static uint64_t kpu_tick_clock_ns(void *ctx) {
     return c->us * 1000u;
 }
 
-/* run(), with each layer's time: a list of nanoseconds (microsecond ticks), one per layer (okpu_model_run_timed). */
-static mp_obj_t kpu_model_run_timed(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args) {
+/* run() and run_timed()'s arguments: the model (idle) and n_layers (0 = all). */
+static kpu_model_obj_t *kpu_run_args(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args, int *n_layers) {
     enum { ARG_n_layers };
     static const mp_arg_t allowed_args[] = {
         { MP_QSTR_n_layers, MP_ARG_INT, {.u_int = 0} },
@@ -545,24 +513,55 @@ static mp_obj_t kpu_model_run_timed(size_t n_args, const mp_obj_t *pos_args, mp_
     kpu_model_obj_t *self = kpu_get_idle(pos_args[0]);
     mp_arg_val_t args[MP_ARRAY_SIZE(allowed_args)];
     mp_arg_parse_all(n_args - 1, pos_args + 1, kw_args, MP_ARRAY_SIZE(allowed_args), allowed_args, args);
+    *n_layers = (int)args[ARG_n_layers].u_int;
+    return self;
+}
+
+/* Run the first n_layers, each layer's time into layer_ns unless it is NULL. With threads, the GIL is released for
+ * the forward pass: the core's memory comes from the GC heap, so what a partial run needs is taken first, with the
+ * GIL held (run would take it with the same error), and the pass allocates nothing while other threads run. */
+static int kpu_run_model(kpu_model_obj_t *self, int n_layers, uint64_t *layer_ns, okpu_error *err) {
+    kpu_tick_clock_t clock = {mp_hal_ticks_us(), 0};
+    int rc;
+    #if MICROPY_PY_THREAD
+    rc = okpu_model_reserve_partial(self->model, n_layers, err);
+    if (rc != OKPU_OK) {
+        return rc;
+    }
+    self->running = true;
+    MP_THREAD_GIL_EXIT();
+    #endif
+    rc = layer_ns ? okpu_model_run_timed(self->model, n_layers, kpu_tick_clock_ns, &clock, layer_ns, err)
+        : okpu_model_run(self->model, n_layers, err);
+    #if MICROPY_PY_THREAD
+    MP_THREAD_GIL_ENTER();
+    self->running = false;
+    #endif
+    return rc;
+}
+
+static mp_obj_t kpu_model_run(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args) {
+    int n_layers;
+    kpu_model_obj_t *self = kpu_run_args(n_args, pos_args, kw_args, &n_layers);
     okpu_error err;
     memset(&err, 0, sizeof(err));
-    int n_layers = (int)args[ARG_n_layers].u_int;
+    int rc = kpu_run_model(self, n_layers, NULL, &err);
+    if (rc != OKPU_OK) {
+        kpu_raise_os("run", &err, rc);
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_KW(kpu_model_run_obj, 1, kpu_model_run);
+
+/* run(), with each layer's time: a list of nanoseconds (microsecond ticks), one per layer (okpu_model_run_timed). */
+static mp_obj_t kpu_model_run_timed(size_t n_args, const mp_obj_t *pos_args, mp_map_t *kw_args) {
+    int n_layers;
+    kpu_model_obj_t *self = kpu_run_args(n_args, pos_args, kw_args, &n_layers);
+    okpu_error err;
+    memset(&err, 0, sizeof(err));
     int count = okpu_model_layer_count(self->model);
     uint64_t *ns = m_new(uint64_t, count > 0 ? count : 1);
-    kpu_tick_clock_t clock = {mp_hal_ticks_us(), 0};
-    #if MICROPY_PY_THREAD
-    int rc = okpu_model_reserve_partial(self->model, n_layers, &err); /* (as run: nothing taken while released) */
-    if (rc == OKPU_OK) {
-        self->running = true;
-        MP_THREAD_GIL_EXIT();
-        rc = okpu_model_run_timed(self->model, n_layers, kpu_tick_clock_ns, &clock, ns, &err);
-        MP_THREAD_GIL_ENTER();
-        self->running = false;
-    }
-    #else
-    int rc = okpu_model_run_timed(self->model, n_layers, kpu_tick_clock_ns, &clock, ns, &err);
-    #endif
+    int rc = kpu_run_model(self, n_layers, ns, &err);
     if (rc != OKPU_OK) {
         m_del(uint64_t, ns, count > 0 ? count : 1);
         kpu_raise_os("run", &err, rc);
