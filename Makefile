@@ -217,7 +217,8 @@ ctest: ctest-build
 
 # The worker pool and the threaded emulator (tests_host/c/test_workers.c) under ThreadSanitizer: no data race between
 # the workers. Not part of ctest (ASan and TSan do not mix, and it takes a couple of minutes).
-ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c tests_host/c/fill_input.h tests_host/c/counting_heap.h
+ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c tests_host/c/model_run.h tests_host/c/read_file.h \
+		tests_host/c/fill_input.h tests_host/c/counting_heap.h
 	@mkdir -p $(BUILD)/tsan
 	$(CC) $(CSTD) -fsanitize=thread -g -O1 $(THREADS) -Ic_src -o $(BUILD)/tsan/test_workers tests_host/c/test_workers.c \
 		$(CORE_SRC) -lm

@@ -16,8 +16,7 @@
 #include "kmodel/model.h"
 #include "counting_heap.h"
 #include "ctest.h"
-#include "fill_input.h"
-#include "read_file.h"
+#include "model_run.h"
 
 
 
@@ -1208,12 +1207,9 @@ static void model_forward_allocations(const char *path, int required)
     long calls;
     int i, kpu_layers = 0, conv_steps = 0;
 
-    data = read_file(path, &size);
-    if (!data) {
-        CHECK(!required, "%s: cannot read", path);
-        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+    data = read_model(path, &size, required);
+    if (!data)
         return;
-    }
     alloc.alloc = count_alloc;
     alloc.free = count_free;
     alloc.ctx = &heap;
@@ -1229,22 +1225,7 @@ static void model_forward_allocations(const char *path, int required)
         kpu_layers += m->layers[i].info.is_kpu;
         conv_steps += m->layers[i].step.kind == OKPU_STEP_KPU_CONV;
     }
-    for (i = 0; i < okpu_model_input_count(m); i++) {
-        okpu_tensor t;
-        uint8_t *bytes;
-        size_t j;
-        okpu_model_input(m, i, &t);
-        bytes = malloc(t.bytes);
-        for (j = 0; j < t.bytes; j++)
-            bytes[j] = (uint8_t)(j * 37u + 11u);
-        if (t.dtype == OKPU_DTYPE_F32)
-            for (j = 0; j + 4 <= t.bytes; j += 4) {
-                float f = (float)(j % 200) / 50.0f - 2.0f;
-                memcpy(bytes + j, &f, 4);
-            }
-        CHECK(okpu_model_set_input(m, i, bytes, t.bytes, &err) == OKPU_OK, "%s: set_input: %s", path, err.message);
-        free(bytes);
-    }
+    set_filled_inputs(m, 11u, path);
     okpu_model_memory(m, &mem);
     calls = heap.calls;
     CHECK(okpu_model_run(m, 0, &err) == OKPU_OK, "%s: run: %s", path, err.message);
@@ -1275,14 +1256,12 @@ static void test_model_allocations(void)
         "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel",
         "ulffd_face_v4_nncase/RFB-320.kmodel", /* (batches: each worker's block for whole maps taken at load) */
         "kmodel_v5_nncase/yolox_nano_224.kmodel"};
-    const char *root = getenv("OPENKPU_TESTDATA");
     char path[512];
     size_t i;
 
     model_forward_allocations("examples/models/digits.kmodel", 1);
     for (i = 0; i < sizeof real / sizeof real[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", root ? root : "../shared/testdata", real[i]);
-        model_forward_allocations(path, 0);
+        model_forward_allocations(testdata_path(path, sizeof path, real[i]), 0);
     }
 }
 
@@ -1293,22 +1272,6 @@ static uint64_t step_clock(void *ctx)
     uint64_t *t = (uint64_t *)ctx;
     *t += 1000u;
     return *t;
-}
-
-/* The same inputs every time (fill_input, seeded by input). */
-static void set_test_inputs(okpu_model *m, const char *path)
-{
-    okpu_error err;
-    okpu_tensor t;
-    int i;
-    for (i = 0; i < okpu_model_input_count(m); i++) {
-        uint8_t *bytes;
-        okpu_model_input(m, i, &t);
-        bytes = malloc(t.bytes);
-        fill_input(bytes, t.bytes, t.dtype == OKPU_DTYPE_F32, 7u + (uint32_t)i);
-        CHECK(okpu_model_set_input(m, i, bytes, t.bytes, &err) == OKPU_OK, "%s: set_input: %s", path, err.message);
-        free(bytes);
-    }
 }
 
 /* okpu_model_run_timed: the same outputs as okpu_model_run; each step's time under the layer that starts it (a
@@ -1326,12 +1289,9 @@ static void timed_run(const char *path, int required)
     size_t size;
     int i, n, groups = 0, partial;
 
-    data = read_file(path, &size);
-    if (!data) {
-        CHECK(!required, "%s: cannot read", path);
-        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+    data = read_model(path, &size, required);
+    if (!data)
         return;
-    }
     okpu_options_default(&o);
     o.threads = 2;
     m = okpu_model_load(data, size, &o, &err);
@@ -1342,14 +1302,14 @@ static void timed_run(const char *path, int required)
     }
     n = okpu_model_layer_count(m);
     ns = malloc((size_t)n * sizeof *ns);
-    set_test_inputs(m, path);
+    set_filled_inputs(m, 7u, path);
     CHECK(okpu_model_run(m, 0, &err) == OKPU_OK && okpu_model_output(m, 0, &t, &out, &err) == OKPU_OK, "%s: run: %s",
           path, err.message);
     plain = malloc(t.bytes);
     memcpy(plain, out, t.bytes);
     for (i = 0; i < n; i++)
         ns[i] = 12345u;
-    set_test_inputs(m, path); /* (a run may reuse the input's memory, as on the chip) */
+    set_filled_inputs(m, 7u, path); /* (a run may reuse the input's memory, as on the chip) */
     CHECK(okpu_model_run_timed(m, 0, step_clock, &clock, ns, &err) == OKPU_OK, "%s: timed run: %s", path,
           err.message);
     CHECK(okpu_model_output(m, 0, &t, &out, &err) == OKPU_OK && memcmp(out, plain, t.bytes) == 0,
@@ -1390,13 +1350,11 @@ static void test_timed_runs(void)
 {
     static const char *const real[] = {"ulffd_face_v4_nncase/slim-320.kmodel",
                                        "face_detect_yolo2_v3_maixpy/facedetect.kmodel"};
-    const char *root = getenv("OPENKPU_TESTDATA");
     char path[512];
     size_t i;
     timed_run("examples/models/digits.kmodel", 1);
     for (i = 0; i < sizeof real / sizeof real[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", root ? root : "../shared/testdata", real[i]);
-        timed_run(path, 0);
+        timed_run(testdata_path(path, sizeof path, real[i]), 0);
     }
 }
 

@@ -203,12 +203,9 @@ static void compare_model(const char *path, int required)
     size_t size;
     int i, kpu_layers = 0;
 
-    data = read_file(path, &size);
-    if (!data) {
-        CHECK(!required, "%s: cannot read", path);
-        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+    data = read_model(path, &size, required);
+    if (!data)
         return;
-    }
     sim_init(&sim, &port);
     okpu_options_default(&emu_opts);
     hw_opts = emu_opts;
@@ -251,14 +248,12 @@ static void test_models(void)
         "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "yolo2_voc20_v3_nncase_rc5/yolo.kmodel",
         "yolo2_voc20_v4_nncase/yolo.kmodel", "yolo2_voc20_v4_nncase/yolo_v0.2.0-alpha1_cpu_maxpool.kmodel",
         "mnist_v3_maixpy/mnist.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel"};
-    const char *root = getenv("OPENKPU_TESTDATA");
     char path[512];
     size_t i;
 
     compare_model("examples/models/digits.kmodel", 1);
     for (i = 0; i < sizeof real / sizeof real[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", root ? root : "../shared/testdata", real[i]);
-        compare_model(path, 0);
+        compare_model(testdata_path(path, sizeof path, real[i]), 0);
     }
 }
 

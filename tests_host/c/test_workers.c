@@ -24,8 +24,7 @@
 
 #include "counting_heap.h"
 #include "ctest.h"
-#include "fill_input.h"
-#include "read_file.h"
+#include "model_run.h"
 
 #include "../../c_src/core/workers.h"
 
@@ -242,15 +241,7 @@ static int run_threads(const uint8_t *data, size_t size, int threads, snapshot *
     CHECK(m != NULL, "%s, threads=%d: load: %s", name, threads, err.message);
     if (!m)
         return 0;
-    for (i = 0; i < okpu_model_input_count(m); i++) {
-        okpu_tensor t;
-        uint8_t *bytes;
-        okpu_model_input(m, i, &t);
-        bytes = malloc(t.bytes);
-        fill_input(bytes, t.bytes, t.dtype == OKPU_DTYPE_F32, 1234u + (uint32_t)i);
-        okpu_model_set_input(m, i, bytes, t.bytes, &err);
-        free(bytes);
-    }
+    set_filled_inputs(m, 1234u, name);
     calls = heap.calls;
     rc = okpu_model_run(m, 0, &err);
     CHECK(rc == OKPU_OK, "%s, threads=%d: run: %s", name, threads, err.message);
@@ -308,12 +299,9 @@ static void model_threads(const char *path, int required, int modes_run, int i_s
     int threads, mode;
     char name[600];
 
-    data = read_file(path, &size);
-    if (!data) {
-        CHECK(!required, "%s: cannot read", path);
-        printf("skipped (not found, set OPENKPU_TESTDATA or place ../shared/testdata): %s\n", path);
+    data = read_model(path, &size, required);
+    if (!data)
         return;
-    }
     for (mode = 0; mode < modes_run; mode++) {
         if (modes[mode][0])
             setenv(modes[mode][0], modes[mode][1], 1);
@@ -352,14 +340,12 @@ static void test_models(void)
         "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel",
         "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel", "yolo2_voc20_v4_nncase/yolo.kmodel",
         "ulffd_face_v4_nncase/RFB-320.kmodel" /* (batches run at once on the workers) */};
-    const char *root = getenv("OPENKPU_TESTDATA");
     char path[512];
     size_t i;
 
     model_threads("examples/models/digits.kmodel", 1, 3, 1);
     for (i = 0; i < sizeof real / sizeof real[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", root ? root : "../shared/testdata", real[i]);
-        model_threads(path, 0, i < 2 ? 3 : 2, 0);
+        model_threads(testdata_path(path, sizeof path, real[i]), 0, i < 2 ? 3 : 2, 0);
     }
 }
 
