@@ -163,12 +163,12 @@ def test_few_quads_in_bands(kernel, pool_type, arg_x, shr_x):
     _same_on_threads(data, x, conv, want)
 
 
-def _spread_conv(rng, x, oc, kernel, depthwise, src, dst, pool_type, args):
-    """A layer whose batch norm is scaled to each channel's sums, so its outputs spread over 0..255 (saturated ones
-    would hide wrong sums)."""
+def _spread_conv(rng, x, oc, kernel, depthwise, src, dst, pool_type, args, weight_end=256):
+    """A layer (weights in 0 .. weight_end - 1: 1024 for a 16-bit model) whose batch norm is scaled to each channel's
+    sums, so its outputs spread over 0..255 (saturated ones would hide wrong sums)."""
     c = x.shape[0]
     shape = (oc, kernel, kernel) if depthwise else (oc, c, kernel, kernel)
-    weights = rng.integers(0, 256, size=shape)
+    weights = rng.integers(0, weight_end, size=shape)
     alu = kref.kpu_conv(x, weights, kernel, depthwise, args["pad_value"], args["arg_x"], args["shr_x"], args["arg_w"],
                         args["shr_w"], 0, kref.CONV_OFFSET_PER_CHANNEL)
     bn_mul, bn_add, bn_shift = [], [], []
@@ -232,24 +232,9 @@ def test_rows(kernel, depthwise, pool_type, shift, eight_bit, split, monkeypatch
     oc = c if depthwise else 12
     src = 0
     dst = kw.kpu_map_rows(w, h, c) + 3 if shift is None else src + shift
-    shape = (oc, kernel, kernel) if depthwise else (oc, c, kernel, kernel)
-    weights = rng.integers(0, 256 if eight_bit else 1024, size=shape)
     x = rng.integers(0, 256, size=(c, h, w)).astype(np.uint8)
     args = dict(pad_value=9, arg_x=-6, shr_x=1, arg_w=-3, shr_w=1)
-    # batch norm scaled to each channel's sums, so the outputs spread over 0..255 (saturated ones hide wrong sums)
-    alu = kref.kpu_conv(x, weights, kernel, depthwise, args["pad_value"], args["arg_x"], args["shr_x"], args["arg_w"],
-                        args["shr_w"], 0, kref.CONV_OFFSET_PER_CHANNEL)
-    bn_mul, bn_add, bn_shift = [], [], []
-    for ch in range(oc):
-        lo, hi = int(alu[ch].min()), int(alu[ch].max())
-        shift = max(0, min(15, int(np.ceil(np.log2(max(hi - lo, 1) / 200.0)))))
-        mul = max(1, min(255, int(200 * 2 ** shift // max(hi - lo, 1))))
-        bn_mul.append(mul)
-        bn_shift.append(shift)
-        bn_add.append(28 - ((lo * mul) >> shift))
-    conv = kw.KpuConv(in_w=w, in_h=h, in_c=c, out_c=oc, kernel=kernel, depthwise=depthwise, weights=weights,
-                      bn_mul=bn_mul, bn_add=bn_add, bn_shift=bn_shift, act=kw.ActTable.linear(), src=src, dst=dst,
-                      main_out=0, pool_type=pool_type, **args)
+    conv = _spread_conv(rng, x, oc, kernel, depthwise, src, dst, pool_type, args, 256 if eight_bit else 1024)
     data = kw.V3Model(layers=[conv], outputs=[(0, conv.out_w * conv.out_h * oc)], eight_bit=eight_bit).to_bytes()
     want, _ = kref.kpu_layer(x, conv)
     assert ((want > 0) & (want < 255)).mean() > 0.5, ((want == 0).mean(), (want == 255).mean())
