@@ -33,6 +33,16 @@ static inline uint8_t *read_model(const char *path, size_t *size, int required)
     return data;
 }
 
+/* check(path, required) on the bundled digits model (required), then on each of the test data's n files `rel`. */
+static inline void on_test_models(void (*check)(const char *path, int required), const char *const *rel, size_t n)
+{
+    char path[512];
+    size_t i;
+    check("examples/models/digits.kmodel", 1);
+    for (i = 0; i < n; i++)
+        check(testdata_path(path, sizeof path, rel[i]), 0);
+}
+
 /* Every input of m filled from `seed` (input i from seed + i). */
 static inline void set_filled_inputs(okpu_model *m, uint32_t seed, const char *name)
 {

@@ -139,13 +139,8 @@ static void test_models(void)
     static const char *const real[] = {
         "face_detect_yolo2_v3_maixpy/facedetect.kmodel", "yolo2_voc20_v3_nncase_rc5/yolo.kmodel",
         "yolo2_voc20_v4_nncase/yolo.kmodel", "mnist_v3_maixpy/mnist.kmodel", "ulffd_face_v4_nncase/slim-320.kmodel"};
-    char path[512];
-    size_t i;
 
-    compare_model("examples/models/digits.kmodel", 1);
-    for (i = 0; i < sizeof real / sizeof real[0]; i++) {
-        compare_model(testdata_path(path, sizeof path, real[i]), 0);
-    }
+    on_test_models(compare_model, real, sizeof real / sizeof real[0]);
 }
 
 /* ---- one hand-made layer through the registers ---- */

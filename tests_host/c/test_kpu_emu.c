@@ -1256,13 +1256,8 @@ static void test_model_allocations(void)
         "mobilenetv1_0.75_v3_maixemc/mbnetv1.kmodel",
         "ulffd_face_v4_nncase/RFB-320.kmodel", /* (batches: each worker's block for whole maps taken at load) */
         "kmodel_v5_nncase/yolox_nano_224.kmodel"};
-    char path[512];
-    size_t i;
 
-    model_forward_allocations("examples/models/digits.kmodel", 1);
-    for (i = 0; i < sizeof real / sizeof real[0]; i++) {
-        model_forward_allocations(testdata_path(path, sizeof path, real[i]), 0);
-    }
+    on_test_models(model_forward_allocations, real, sizeof real / sizeof real[0]);
 }
 
 /* A clock for the timed runs: every read is 1000 ns after the last, so each step's time is exactly 1000 and a
@@ -1350,12 +1345,8 @@ static void test_timed_runs(void)
 {
     static const char *const real[] = {"ulffd_face_v4_nncase/slim-320.kmodel",
                                        "face_detect_yolo2_v3_maixpy/facedetect.kmodel"};
-    char path[512];
-    size_t i;
-    timed_run("examples/models/digits.kmodel", 1);
-    for (i = 0; i < sizeof real / sizeof real[0]; i++) {
-        timed_run(testdata_path(path, sizeof path, real[i]), 0);
-    }
+
+    on_test_models(timed_run, real, sizeof real / sizeof real[0]);
 }
 
 int main(void)
