@@ -2,7 +2,8 @@
 """kmodel v5 (nncase 1.x, K210 target) through the _kpu binding.
 
 1. Hand-built v5 files, one stackvm tensor function each, against independent NumPy references (the file layout and
-   the instruction encodings are written here from kmodel-v5.md, not by the code under test).
+   the instruction encodings are written from kmodel-v5.md by tests_host/fuzz/make_seeds.py and here, not by the code
+   under test).
 2. The nncase-compiled models of ../shared/testdata/kmodel_v5_nncase against the nncase Simulator's outputs (skipped,
    saying why, without the data); models using tensor functions not implemented yet must be refused by name."""
 import json
@@ -22,74 +23,24 @@ NP = {F32: np.float32, U8: np.uint8, I8: np.int8}
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# a v5 writer for tests (kmodel-v5.md section 2; 1.6-1.9 numbering, 3-value paddings)
+# files of one stackvm function, written by make_seeds.py's v5 writer (kmodel-v5.md section 2; 1.6-1.9 numbering,
+# 3-value paddings)
 
-def pad8(b):
-    return b + bytes(-len(b) % 8)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fuzz"))
+import make_seeds  # noqa: E402
 
-
-def mrange(loc, dt, start, size):
-    return struct.pack("<BBHII", loc, dt, 0, start, size)
-
-
-def shape_blob(dims):
-    return struct.pack("<I", len(dims)) + struct.pack("<%dI" % len(dims), *dims)
-
-
-class Code:
-    def __init__(self):
-        self.b = b""
-
-    def lea(self, loc, off):
-        self.b += struct.pack("<BBBI", 0x17, loc, 0, off)
-
-    def i4(self, v):
-        self.b += struct.pack("<Bi", 0x02, v)
-
-    def r4(self, v):
-        self.b += struct.pack("<Bf", 0x05, v)
-
-    def shape(self, reg, vals):
-        for v in vals:
-            self.i4(v)
-        self.b += struct.pack("<BBB", 0x31, reg, len(vals))
-
-    def paddings(self, reg, pads):
-        for before, after in pads:
-            self.i4(before), self.i4(after), self.i4(0)
-        self.b += struct.pack("<BBB", 0x32, reg, len(pads))
-
-    def tensor(self, fid, fields):
-        self.b += struct.pack("<BH", 0x5E, fid) + fields
-
-
-def strides(shape):
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return list(reversed(out))
+Code = make_seeds.StackCode
+strides = make_seeds.v5_strides
 
 
 def v5_file(code, in_dt, in_shape, out_dt, out_shape, rdata=b"", data_pool=0):
+    """The stackvm function `code` from input 0 (in_dt, in_shape) to output 0, as the file's only module."""
     in_bytes = int(np.prod(in_shape)) * DT_SIZE[in_dt]
     out_bytes = int(np.prod(out_shape)) * DT_SIZE[out_dt]
-    fn = (mrange(0, in_dt, 0, in_bytes) + shape_blob(in_shape) + mrange(1, out_dt, 0, out_bytes) +
-          shape_blob(out_shape))
-    fhdr = struct.pack("<8I", 32, 0, in_bytes, out_bytes, 1, 1, 0, len(code))
-    func = fhdr + fn
-    func = pad8(func)
-    func = func[:4] + struct.pack("<I", len(func)) + func[8:]
-    body = struct.pack("<BBBBI", 2, 0, 0, 0, len(rdata)) + struct.pack("<BBBBI", 3, 0, 0, 0, data_pool) + func
-    start = 32 + 48
-    sections = b""
-    for name, blob in ((b".rdata", rdata), (b".text", code)):
-        hdr_end = start + len(body) + len(sections) + 32
-        padding = -hdr_end % 8
-        sections += name.ljust(16, b"\0") + struct.pack("<4I", 0, padding, len(blob), 0) + bytes(padding) + blob
-    body = pad8(body + sections) if (start + len(body + sections)) % 8 else body + sections
-    module = b"stackvm".ljust(16, b"\0") + struct.pack("<8I", 1, 48, 48 + len(body), 2, 0, 2, 1, 0) + body
-    return b"LDMK" + struct.pack("<7I", 5, 32, 0, 8, 1, 0, 0) + module
+    fn = make_seeds.V5Function(code, [(make_seeds.v5_range(make_seeds.LOC_INPUT, in_dt, 0, in_bytes), list(in_shape))],
+                               [(make_seeds.v5_range(make_seeds.LOC_OUTPUT, out_dt, 0, out_bytes), list(out_shape))],
+                               in_bytes, out_bytes)
+    return make_seeds.v5_file([("stackvm", [fn], rdata, data_pool, 8)], 8)
 
 
 def run(data, x, threads=0):

@@ -157,6 +157,12 @@ class StackCode:
             self.i4(v)
         self.b += struct.pack("<BBB", 0x31, reg, len(vals))
 
+    def paddings(self, reg: int, pads) -> None:
+        """(before, after) per dimension into paddings register `reg` (interior 0)."""
+        for before, after in pads:
+            self.i4(before), self.i4(after), self.i4(0)
+        self.b += struct.pack("<BBB", 0x32, reg, len(pads))
+
     def tensor(self, fid: int, fields: bytes) -> None:
         self.b += struct.pack("<BH", 0x5E, fid) + fields
 
