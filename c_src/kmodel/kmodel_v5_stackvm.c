@@ -431,6 +431,10 @@ static void describe(sv *s, const v5_addr *out, uint32_t dt, uint32_t rank, cons
     L->out.t.bytes = (uint32_t)bytes;
     L->out.t.layer = cx->nsteps - 1;
     L->info.output = L->out.t;
+    /* at least one operation per output written, whatever the step's own count (a product over no input channel or
+     * K = 0, a reduction over an empty axis), and one for its dispatch */
+    if (work < elems)
+        work = elems;
     L->info.work = work ? work : 1;
 }
 
@@ -804,10 +808,8 @@ static int t_conv2d(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         a->pad_top = pt, a->pad_left = pl;
         a->clamp_lo = lo, a->clamp_hi = hi;
     }
-    /* (every output is written, even with no input channel to sum: at least one operation each) */
     describe(s, &out.a, OKPU_V5_DT_F32, 4, oshape,
-             okpu_sat_mul(count_elems(4, oshape),
-                          wshape[1] ? okpu_sat_mul(wshape[1], (uint64_t)wshape[2] * wshape[3]) : 1u));
+             okpu_sat_mul(count_elems(4, oshape), okpu_sat_mul(wshape[1], (uint64_t)wshape[2] * wshape[3])));
     return OKPU_OK;
 }
 
@@ -935,10 +937,7 @@ static int t_reduce(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
         for (k = 0; k < rank; k++)
             a->out_shape[k] = kshape[k], a->out_stride[k] = (int32_t)kos[k];
     }
-    { /* the input's elements, or the output's when an empty reduced axis leaves only them to write */
-        const uint64_t in_elems = count_elems(rank, shape), out_elems = count_elems(rank, kshape);
-        describe(s, &out.a, OKPU_V5_DT_F32, rank, kshape, in_elems > out_elems ? in_elems : out_elems);
-    }
+    describe(s, &out.a, OKPU_V5_DT_F32, rank, kshape, count_elems(rank, shape));
     return OKPU_OK;
 }
 
@@ -1178,8 +1177,8 @@ static int t_matmul(sv *s, int t, const uint8_t *p, uint32_t id, uint32_t bytes)
     }
     {
         uint32_t oshape[2] = {batch * m, n};
-        describe(s, &out.a, OKPU_V5_DT_F32, 2, oshape, /* (K = 0 still writes each output) */
-                 okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk ? kk : 1u, n)));
+        describe(s, &out.a, OKPU_V5_DT_F32, 2, oshape,
+                 okpu_sat_mul(okpu_sat_mul(batch, m), okpu_sat_mul(kk, n)));
     }
     return OKPU_OK;
 }
