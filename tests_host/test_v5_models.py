@@ -516,14 +516,7 @@ def test_copy_past_its_pool_is_refused():
 HUGE = 1 << 30
 
 
-def elementwise_code(fid, fields, dims, regs_before=()):
-    c = Code()
-    c.lea(0, 0), c.lea(1, 0)
-    for op in regs_before:
-        op(c)
-    c.shape(0, dims), c.shape(1, [0] + [1] * (len(dims) - 1)), c.shape(2, [0] + [1] * (len(dims) - 1))
-    c.tensor(fid, fields)
-    return c.b
+empty_walk_code = make_seeds.v5_empty_walk_code
 
 
 def lut_code():
@@ -580,19 +573,15 @@ def matmul_code(m, n):
     return c.b
 
 
-def push_scale_bias(c):
-    c.r4(1.0), c.r4(0.0)
-
-
 EMPTY_WALKS = {  # name: (code, input type, output type, rdata, what must happen)
-    "quantize": (elementwise_code(0x14, bytes([F32, U8, 0, 1, 2]), [HUGE, HUGE, 0], [push_scale_bias]), F32, U8,
+    "quantize": (empty_walk_code(0x14, bytes([F32, U8, 0, 1, 2]), [HUGE, HUGE, 0], (1.0, 0.0)), F32, U8,
                  b"", "ran"),
-    "dequantize": (elementwise_code(0x0B, bytes([U8, F32, 0, 1, 2]), [HUGE, HUGE, 0], [push_scale_bias]), U8, F32,
+    "dequantize": (empty_walk_code(0x0B, bytes([U8, F32, 0, 1, 2]), [HUGE, HUGE, 0], (1.0, 0.0)), U8, F32,
                    b"", "ran"),
-    "convert": (elementwise_code(0x08, bytes([U8, F32, 0, 1, 2]), [HUGE, HUGE, 0]), U8, F32, b"", "ran"),
-    "unary": (elementwise_code(0x26, bytes([F32, 0, 1, 2, 0]), [HUGE, HUGE, 0]), F32, F32, b"", "ran"),
-    "copy": (elementwise_code(0x09, bytes([F32, 0, 1, 2]), [HUGE, HUGE, 0]), F32, F32, b"", "ran"),
-    "softmax": (elementwise_code(0x1F, bytes([F32, 0, 1, 2]) + struct.pack("<if", 1, 1.0), [HUGE, 0, HUGE]), F32,
+    "convert": (empty_walk_code(0x08, bytes([U8, F32, 0, 1, 2]), [HUGE, HUGE, 0]), U8, F32, b"", "ran"),
+    "unary": (empty_walk_code(0x26, bytes([F32, 0, 1, 2, 0]), [HUGE, HUGE, 0]), F32, F32, b"", "ran"),
+    "copy": (empty_walk_code(0x09, bytes([F32, 0, 1, 2]), [HUGE, HUGE, 0]), F32, F32, b"", "ran"),
+    "softmax": (empty_walk_code(0x1F, bytes([F32, 0, 1, 2]) + struct.pack("<if", 1, 1.0), [HUGE, 0, HUGE]), F32,
                 F32, b"", "ran"),
     "lut": (lut_code(), U8, U8, bytes(256), "ran"),
     "pad": (pad_code(), U8, U8, b"", "ran"),

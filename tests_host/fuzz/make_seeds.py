@@ -246,10 +246,9 @@ def v5_kpu_conv(weights=(1, 2), in_dims=(1, 1, 4, 4), dst_row=8) -> bytes:
     return v5_file([("stackvm", [sfn], b"", 0, 8), ("k210", [kfn], bytes(rdata), 0, 256)], 256)
 
 
-def v5_stackvm_empty_walk(fid: int, fields: bytes, dims, floats=()) -> bytes:
-    """stackvm only: one tensor function (after pushing `floats`) from the f32 [4] input to the output over `dims`: a
-    0 among extents of 2^30, strides 0 on the first axis and 1 on the others, so the views pass and the walk is
-    empty."""
+def v5_empty_walk_code(fid: int, fields: bytes, dims, floats=()) -> bytes:
+    """One tensor function (after pushing `floats`) from input to output offset 0 over `dims` (a 0 among extents of
+    2^30), strides 0 on the first axis and 1 on the others: the views pass and the walk is empty."""
     strides = [0] + [1] * (len(dims) - 1)
     c = StackCode()
     c.lea(LOC_INPUT, 0), c.lea(LOC_OUTPUT, 0)
@@ -257,8 +256,13 @@ def v5_stackvm_empty_walk(fid: int, fields: bytes, dims, floats=()) -> bytes:
         c.r4(f)
     c.shape(0, dims), c.shape(1, strides), c.shape(2, strides)
     c.tensor(fid, fields)
-    fn = V5Function(c.b, [(v5_range(LOC_INPUT, V5_F32, 0, 16), [4])], [(v5_range(LOC_OUTPUT, V5_F32, 0, 16), [4])],
-                    16, 16)
+    return c.b
+
+
+def v5_stackvm_empty_walk(fid: int, fields: bytes, dims, floats=()) -> bytes:
+    """stackvm only: v5_empty_walk_code between the f32 [4] input and output."""
+    fn = V5Function(v5_empty_walk_code(fid, fields, dims, floats), [(v5_range(LOC_INPUT, V5_F32, 0, 16), [4])],
+                    [(v5_range(LOC_OUTPUT, V5_F32, 0, 16), [4])], 16, 16)
     return v5_file([("stackvm", [fn], b"", 0, 8)], 8)
 
 
