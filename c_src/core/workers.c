@@ -334,6 +334,40 @@ void okpu_workers_wake(okpu_workers *w)
 #endif
 }
 
+uint32_t okpu_workers_taper(uint32_t n, uint32_t quantum, int workers, uint32_t max_runs, uint32_t *cut)
+{
+    /* (the back runs' starts are collected in cut's tail, from max_runs down, then moved after the front ones) */
+    uint32_t lo = 0, hi, runs = 0, backs = 0, d, i;
+
+    if (n == 0 || quantum == 0 || workers < 1 || workers > OKPU_WORKERS_MAX || max_runs == 0)
+        return 0;
+    if (workers == 1) {
+        cut[0] = 0;
+        cut[1] = n;
+        return 1;
+    }
+    d = 2u * (uint32_t)workers;
+    hi = n / quantum + (n % quantum != 0);
+    while (lo < hi) {
+        const uint32_t left = hi - lo, c = left / d + (left % d != 0);
+        if (runs + backs + (left > 1u ? 2u : 1u) > max_runs)
+            return 0;
+        cut[runs++] = lo * quantum;
+        if (2u * c >= left) { /* the middle: one run, or two halves */
+            if (left > 1u)
+                cut[max_runs - backs++] = lo + left / 2u + left % 2u;
+            break;
+        }
+        lo += c;
+        hi -= c;
+        cut[max_runs - backs++] = hi;
+    }
+    for (i = 0; i < backs; i++)
+        cut[runs + i] = cut[max_runs - backs + 1u + i] * quantum;
+    cut[runs + backs] = n;
+    return runs + backs;
+}
+
 void okpu_workers_destroy(okpu_workers *w)
 {
     if (!w)

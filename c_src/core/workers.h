@@ -36,6 +36,14 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
  * a forward pass that starts with serial steps finds them awake at its first split (a futex wake-up takes tens of
  * microseconds in a virtual machine). */
 void okpu_workers_wake(okpu_workers *w);
+/* Cut n items, `quantum` a unit (the last unit ends at n), into runs for `workers` threads taking tasks as
+ * okpu_workers_run hands them out, from both ends: runs that shrink toward the middle of the range, where the threads
+ * meet, so that the last tasks of a run are small and the thread that finds none left waits little for the others
+ * (OpenMP's guided schedule, from both ends): from each end, one 2 x workers-th of the units left, down to one unit
+ * (one worker: one run).
+ * cut[r] is run r's first item and cut[runs] = n. Returns the run count (>= 1 for n >= 1), or 0 when n is 0, quantum
+ * 0, workers outside 1..OKPU_WORKERS_MAX, or the runs would number more than max_runs (cut has max_runs + 1 entries). */
+uint32_t okpu_workers_taper(uint32_t n, uint32_t quantum, int workers, uint32_t max_runs, uint32_t *cut);
 void okpu_workers_destroy(okpu_workers *w);
 
 /* How long a cache line takes to go from one processor to another and back, in nanoseconds: the best of several

@@ -371,6 +371,54 @@ static void test_bad_threads(void)
     free(data);
 }
 
+/* okpu_workers_taper: the runs cover [0, n) in order, each non-empty and starting on a whole unit; from each end the
+ * runs shrink (in units) down to one unit in the middle, the first no more than a 2 x workers-th of the units (every
+ * run of a delayed worker stays small); one run for one worker; at most max_runs of them, else 0, and 0 for nothing
+ * to cut. Every channel
+ * count of a KPU layer (1..1024) on 2-7 workers fits the emulator's table of 64; quads too. */
+#define TAPER_TABLE 64u
+static void test_taper(void)
+{
+    uint32_t cut[TAPER_TABLE + 1u], n, r, quantum, first_units, bad_runs = 0, bad = 0;
+    int workers;
+    const uint32_t want_48[] = {0, 12, 20, 24, 28, 36, 48}; /* MobileNet's 48 channels by quads on two workers */
+
+    CHECK(okpu_workers_taper(0, 1, 2, TAPER_TABLE, cut) == 0, "n = 0");
+    CHECK(okpu_workers_taper(8, 0, 2, TAPER_TABLE, cut) == 0, "quantum 0");
+    CHECK(okpu_workers_taper(8, 1, 0, TAPER_TABLE, cut) == 0, "no worker");
+    CHECK(okpu_workers_taper(1024, 1, 8, TAPER_TABLE, cut) == 0, "1024 channels on 8 workers: more than 64 runs");
+    CHECK(okpu_workers_taper(5, 1, 2, 1, cut) == 0, "a table of one run");
+    r = okpu_workers_taper(48, 4, 2, TAPER_TABLE, cut);
+    CHECK(r == 6 && memcmp(cut, want_48, sizeof want_48) == 0, "48 by quads on 2 workers: %u runs, %u %u %u %u", r,
+          cut[0], cut[1], cut[2], cut[3]);
+    for (quantum = 1; quantum <= 4; quantum += 3)
+        for (workers = 1; workers <= 8; workers++)
+            for (n = 1; n <= 1024; n++) {
+                const uint32_t units = (n + quantum - 1u) / quantum;
+                uint32_t size[TAPER_TABLE], low = 0, lo, hi;
+                const uint32_t runs = okpu_workers_taper(n, quantum, workers, TAPER_TABLE, cut);
+                if (runs == 0) {
+                    bad_runs += workers < 8;
+                    continue;
+                }
+                bad += runs > TAPER_TABLE || cut[0] != 0 || cut[runs] != n;
+                for (r = 0; r < runs && r < TAPER_TABLE; r++) {
+                    bad += cut[r] >= cut[r + 1u] || cut[r] % quantum != 0;
+                    size[r] = (cut[r + 1u] + quantum - 1u) / quantum - cut[r] / quantum;
+                    low = size[r] < size[low] ? r : low;
+                }
+                bad += workers == 1 ? runs != 1u : size[low] != 1u; /* the middle: one unit */
+                first_units = (units + 2u * (uint32_t)workers - 1u) / (2u * (uint32_t)workers);
+                bad += size[0] > (first_units > 1u ? first_units : 1u) && runs > 2u;
+                for (lo = 0; lo + 1u < low; lo++) /* shrinking from the front to the smallest run */
+                    bad += size[lo + 1u] > size[lo];
+                for (hi = runs - 1u; hi > low + 1u; hi--) /* and from the back */
+                    bad += size[hi - 1u] > size[hi];
+            }
+    CHECK(bad == 0, "%u tapered runs out of order, empty, off a unit or not shrinking to one unit", bad);
+    CHECK(bad_runs == 0, "%u cuts on 1-7 workers did not fit 64 runs", bad_runs);
+}
+
 /* okpu_workers_round_trip_ns: a figure with two processors, -1 with one or without threads; the caller's processor
  * set is the same after; the pool still runs. */
 static void test_round_trip(void)
@@ -425,6 +473,7 @@ static void test_round_trip(void)
 int main(void)
 {
     test_pool();
+    test_taper();
     test_round_trip();
     test_bad_threads();
     test_models();
