@@ -40,9 +40,9 @@ void okpu_workers_wake(okpu_workers *w);
  * okpu_workers_run hands them out, from both ends: runs that shrink toward the middle of the range, where the threads
  * meet, so that the last tasks of a run are small and the thread that finds none left waits little for the others
  * (OpenMP's guided schedule, from both ends): from each end, one 2 x workers-th of the units left, down to one unit
- * (one worker: one run).
- * cut[r] is run r's first item and cut[runs] = n. Returns the run count (>= 1 for n >= 1), or 0 when n is 0, quantum
- * 0, workers outside 1..OKPU_WORKERS_MAX, or the runs would number more than max_runs (cut has max_runs + 1 entries). */
+ * (one worker: one run). cut[r] is run r's first item and cut[runs] = n. Returns the run count (>= 1 for n >= 1), or
+ * 0 when n is 0, quantum 0, workers outside 1..OKPU_WORKERS_MAX, or the runs would number more than max_runs (cut
+ * has max_runs + 1 entries). */
 uint32_t okpu_workers_taper(uint32_t n, uint32_t quantum, int workers, uint32_t max_runs, uint32_t *cut);
 void okpu_workers_destroy(okpu_workers *w);
 

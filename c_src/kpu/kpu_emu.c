@@ -682,12 +682,12 @@ typedef struct channel_tasks {
 /* ---- Tapered runs ----
  * A hand-out ends with its last task, so the thread that runs out of tasks first waits for the others' tasks in
  * progress: with equal runs of channels, half a run on average, and a run of a pair of MobileNet's 56x56 layers takes
- * 70-100 us on two threads. A layer shared by channels alone (one band) is cut in runs that shrink toward the middle
+ * 90-200 us on two threads. A layer shared by channels alone (one band) is cut in runs that shrink toward the middle
  * of its range, where the threads meet (okpu_workers_taper): MobileNet's 48 channels of 112x112 in runs of 3, 2, 1,
  * 1, 2, 3 quads where equal runs were 2 quads each. The same code with and without, 8 alternating rounds of 80
- * two-thread passes: MobileNet's median 9.11 to 8.86 ms, the face detector's 4.43 to 4.39, slim-320's (by rows, few
- * layers by channels) the same. A split that would need more runs than TAPER_RUNS_MAX (eight workers or more on a
- * layer of 1024 channels) keeps equal runs. */
+ * two-thread passes: MobileNet's median 8.83 to 8.64 ms, the face detector's 4.23 to 4.11, slim-320's (by rows, few
+ * layers by channels alone) 3.18 to 3.16. A split that would need more runs than TAPER_RUNS_MAX (eight workers or
+ * more on a layer of 1024 channels) keeps equal runs. */
 #define TAPER_RUNS_MAX 64u
 
 /* Run `run`'s channels [*first, *end) of a layer's channel tasks. */
