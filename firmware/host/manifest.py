@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Frozen into the openkpu MicroPython firmware: MaixPy's `KPU` API (modules/KPU/KPU.py, whatever it is at build
-# time) and a small pure-Python `image` module.
-freeze("$(OPENKPU_ROOT)/firmware/host", "image.py")
+# Frozen into the host and rv64 MicroPython: MaixPy's `KPU` API (modules/KPU/KPU.py, whatever it is at build time) and
+# the board's `image` module (firmware/k210/modules/image.py over the native `_image`, which these ports build too).
+freeze("$(OPENKPU_ROOT)/firmware/k210/modules", "image.py")
 freeze("$(OPENKPU_ROOT)/modules/KPU", "KPU.py")
