@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Run MicroPython scripts on a board (or any MicroPython console) through its raw REPL, over pyserial.
 
-    python3 scripts/serial_runner.py --port /dev/ttyUSB0 tests_device/test_*.py
-    python3 scripts/serial_runner.py --pty-host build/micropython-host/micropython tests_device/test_*.py
+    python3 scripts/serial_runner.py --port /dev/ttyUSB0 --prelude-file tests_device/common.py tests_device/test_*.py
+    python3 scripts/serial_runner.py --pty-host build/micropython-host/micropython \
+        --prelude-file tests_device/common.py tests_device/test_*.py
 
 Raw REPL protocol (MicroPython shared/runtime/pyexec.c): Ctrl-C Ctrl-C interrupts whatever runs; Ctrl-A enters the
 raw REPL, which answers "raw REPL; CTRL-B to exit\\r\\n>"; the script is sent followed by Ctrl-D; the board answers
@@ -12,7 +13,8 @@ soft reset; Ctrl-B goes back to the friendly REPL.
 
 A script passes when it raised nothing and printed no line starting with "RESULT FAIL" (tests_device scripts end
 with "RESULT PASS n" / "RESULT FAIL n"). A script that runs longer than --timeout is interrupted (Ctrl-C) and fails.
---prelude lines (e.g. 'TESTDATA = "/sd"') are prepended to every script.
+--prelude lines (e.g. 'TESTDATA = "/sd"'), then the text of each --prelude-file (tests_device/common.py: the helpers
+the device scripts share), are prepended to every script.
 
 `PtyBoard(cmd)` starts a program (e.g. the host MicroPython) with its console on the master side of a
 pseudo-terminal and gives the slave's path as `port`, so the same code path as with a USB serial board can be
@@ -213,12 +215,18 @@ def main(argv=None):
     ap.add_argument("--baud", type=int, default=115200)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per script (default 120)")
     ap.add_argument("--prelude", action="append", default=[], help="a line prepended to every script")
+    ap.add_argument("--prelude-file", action="append", default=[], metavar="FILE",
+                    help="a file prepended to every script, after the --prelude lines (tests_device/common.py)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show each script's output")
     ap.add_argument("--no-soft-reset", action="store_true",
                     help="run the scripts one after another in one interpreter (default: soft reset before each)")
     ap.add_argument("scripts", nargs="+")
     args = ap.parse_args(argv)
     prelude = "".join(line + "\n" for line in args.prelude)
+    for path in args.prelude_file:
+        with open(path) as f:
+            text = f.read()
+        prelude += text if text.endswith("\n") else text + "\n"
 
     board = PtyBoard([args.pty_host]) if args.pty_host else None
     try:

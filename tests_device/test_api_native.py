@@ -4,47 +4,6 @@ import struct
 import _kpu
 
 
-def memory_items(mem):
-    """The memory report as sorted items; backend_scratch is the emulator's working memory (a K210's KPU needs
-    none), so it prints on an [emulator] line of its own."""
-    if _kpu.BACKEND == "emulator":
-        print("[emulator] backend_scratch", mem["backend_scratch"])
-    return sorted((k, v) for k, v in mem.items() if k != "backend_scratch")
-
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL", what)
-
-
-def fnv(b):
-    h = 0x811C9DC5
-    for x in b:
-        h = ((h ^ x) * 0x01000193) & 0xFFFFFFFF
-    return "%08x" % h
-
-
-def read(path):
-    f = open(path, "rb")
-    try:
-        return f.read()
-    finally:
-        f.close()
-
-
-def show_exc(tag, fn):
-    try:
-        fn()
-        print(tag, "no exception")
-        return None
-    except Exception as e:
-        print(tag, type(e).__name__, "|".join([str(a) for a in e.args]))
-        return e
-
-
 print("status", [_kpu.status_name(c) for c in (0, 2001, 2003, 2012, 2015, 9999)])
 
 data = read(WORKDIR + "/tiny_fc.kmodel")

@@ -4,23 +4,6 @@
 # bilinear resize (down and up), grayscale, invert, crop, rectangles, set/get_pixel and the KPU's planar buffer.
 import image
 
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL", what)
-
-
-def fnv(b):
-    # FNV-1a over the bytes: a short, exact fingerprint of a buffer
-    h = 0x811C9DC5
-    for x in b:
-        h = ((h ^ x) * 0x01000193) & 0xFFFFFFFF
-    return "%08x" % h
-
-
 def show(tag, img):
     w, h, c, ai = img.ai_data()
     print(tag, img.width(), img.height(), c, len(ai), fnv(bytes(ai)), img.get_pixel(0, 0),

@@ -3,29 +3,6 @@
 import struct
 import KPU as kpu
 
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL", what)
-
-
-def show_exc(tag, fn, upto=None):
-    # upto: print the message only up to this text (the rest quotes the interpreter's own OSError wording)
-    try:
-        r = fn()
-        print(tag, "no exception")
-        return r
-    except Exception as e:
-        msg = "|".join([str(a) for a in e.args])
-        if upto is not None and upto in msg:
-            msg = msg[:msg.index(upto) + len(upto)]
-        print(tag, type(e).__name__, msg)
-        return e
-
-
 task = kpu.load(WORKDIR + "/tiny_fc.kmodel")
 fm = kpu.forward(task, [1.0, 2.0, 3.0, 4.0])
 print("fc fmap", fm.typecode(), fm.w(), fm.h(), fm.ch(), fm.size(), fm.index(), fm[:])

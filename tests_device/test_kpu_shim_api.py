@@ -7,52 +7,6 @@ import KPU as kpu
 import _kpu
 
 
-def memory_items(mem):
-    """The memory report as sorted items; backend_scratch is the emulator's working memory (a K210's KPU needs
-    none), so it prints on an [emulator] line of its own."""
-    if _kpu.BACKEND == "emulator":
-        print("[emulator] backend_scratch", mem["backend_scratch"])
-    return sorted((k, v) for k, v in mem.items() if k != "backend_scratch")
-
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL", what)
-
-
-def show_exc(tag, fn, upto=None):
-    # upto: print the message only up to this text (the rest quotes the interpreter's own OSError wording)
-    try:
-        r = fn()
-        print(tag, "no exception")
-        return r
-    except Exception as e:
-        msg = "|".join([str(a) for a in e.args])
-        if upto is not None and upto in msg:
-            msg = msg[:msg.index(upto) + len(upto)]
-        print(tag, type(e).__name__, msg)
-        return e
-
-
-def write(path, data):
-    f = open(path, "wb")
-    try:
-        f.write(data)
-    finally:
-        f.close()
-
-
-def read(path):
-    f = open(path, "rb")
-    try:
-        return f.read()
-    finally:
-        f.close()
-
-
 FC = WORKDIR + "/tiny_fc.kmodel"
 X = [1.0, 2.0, 3.0, 4.0]
 

@@ -6,21 +6,6 @@
 import gc
 import KPU as kpu
 
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL", what)
-
-
-def fnv(b):
-    h = 0x811C9DC5
-    for x in b:
-        h = ((h ^ x) * 0x01000193) & 0xFFFFFFFF
-    return "%08x" % h
-
 
 class Lcg(object):
     """Deterministic inputs, identical under CPython and MicroPython."""

@@ -5,37 +5,6 @@ import KPU as kpu
 import _kpu
 
 
-def memory_items(mem):
-    """The memory report as sorted items; backend_scratch is the emulator's working memory (a K210's KPU needs
-    none), so it prints on an [emulator] line of its own."""
-    if _kpu.BACKEND == "emulator":
-        print("[emulator] backend_scratch", mem["backend_scratch"])
-    return sorted((k, v) for k, v in mem.items() if k != "backend_scratch")
-
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL", what)
-
-
-def fnv(b):
-    h = 0x811C9DC5
-    for x in b:
-        h = ((h ^ x) * 0x01000193) & 0xFFFFFFFF
-    return "%08x" % h
-
-
-def exists(path):
-    try:
-        open(path, "rb").close()
-        return True
-    except OSError:
-        return False
-
-
 def show_fmap(tag, fm):
     raw = fm.data() if hasattr(fm, "data") else bytes(fm)
     print(tag, fm.typecode(), fm.w(), fm.h(), fm.ch(), fm.size(), fm.index(), len(raw), fnv(raw))

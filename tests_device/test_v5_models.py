@@ -4,30 +4,6 @@
 import struct
 import KPU as kpu
 
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL", what)
-
-
-def fnv(b):
-    h = 0x811C9DC5
-    for x in b:
-        h = ((h ^ x) * 0x01000193) & 0xFFFFFFFF
-    return "%08x" % h
-
-
-def exists(path):
-    try:
-        open(path, "rb").close()
-        return True
-    except OSError:
-        return False
-
-
 def npy_data(path):
     """The array bytes of a .npy file (format 1.x/2.x: magic, version, header length, header, data), in C order
     (a Fortran-order file, as yolo320_v190.in.npy is, is reordered; 1-byte elements only then)."""

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from test_micropython import TESTDATA, host_mpy, workdir  # noqa: F401 (fixtures)
+from test_micropython import TESTDATA, device_source, host_mpy, workdir  # noqa: F401 (fixtures)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEVICE_TESTS = ROOT / "tests_device"
@@ -194,7 +194,7 @@ def test_device_script_prints_what_the_host_micropython_prints(board, host_mpy, 
     own options print), and a PASS."""
     host_src = tmp_path / ("host_" + name)
     host_src.write_text("WORKDIR = %r\nTESTDATA = None\nFLASH_MODELS = []\nFLASH_IMAGE = None\n" % str(workdir)
-                        + (DEVICE_TESTS / name).read_text())
+                        + device_source(name))
     r = subprocess.run([str(host_mpy), str(host_src)], capture_output=True, text=True, timeout=600,
                        cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -202,7 +202,7 @@ def test_device_script_prints_what_the_host_micropython_prints(board, host_mpy, 
     # PC does without a flash image (a board always has its flash)
     expected = "".join(line for line in r.stdout.replace(str(workdir), "/flash").splitlines(True)
                        if not line.startswith(("[emulator] ", "[pc] ")))
-    out, err = board.run(BOARD_PRELUDE + (DEVICE_TESTS / name).read_text())
+    out, err = board.run(BOARD_PRELUDE + device_source(name))
     assert err == "", "the board raised:\n" + err + "\noutput:\n" + out[-2000:]
     assert "RESULT PASS" in out
     assert out == expected, _first_difference(expected, out)
@@ -226,7 +226,7 @@ def test_real_models_from_flash_offsets_give_the_pc_emulators_bytes(board, flash
     listing = [(name, address, how) for name, address, how, _path in by_size]
     if len(listing) < 2:
         pytest.skip("real models not found in %s (set OPENKPU_TESTDATA or place ../shared/testdata)" % TESTDATA)
-    script = (DEVICE_TESTS / "test_models_from_flash.py").read_text()
+    script = device_source("test_models_from_flash.py")
     t0 = time.monotonic()
     out, err = board.run("FLASH_MODELS = %r\nFLASH_IMAGE = None\n" % listing + script)
     board_s = time.monotonic() - t0

@@ -156,8 +156,13 @@ def prelude(workdir):
         str(workdir), td, FLASH_MODELS, str(workdir / "flash.bin"))
 
 
+def device_source(name):
+    """A tests_device script as every runner sends it: the shared helpers (tests_device/common.py), then the script."""
+    return (DEVICE_TESTS / "common.py").read_text() + (DEVICE_TESTS / name).read_text()
+
+
 def script_source(name, workdir):
-    return prelude(workdir) + (DEVICE_TESTS / name).read_text()
+    return prelude(workdir) + device_source(name)
 
 
 def run_cpython(name, workdir, tmp_path):
