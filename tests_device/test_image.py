@@ -4,6 +4,7 @@
 # bilinear resize (down and up), grayscale, invert, crop, rectangles, set/get_pixel and the KPU's planar buffer.
 import image
 
+
 def show(tag, img):
     w, h, c, ai = img.ai_data()
     print(tag, img.width(), img.height(), c, len(ai), fnv(bytes(ai)), img.get_pixel(0, 0),

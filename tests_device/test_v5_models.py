@@ -4,6 +4,7 @@
 import struct
 import KPU as kpu
 
+
 def npy_data(path):
     """The array bytes of a .npy file (format 1.x/2.x: magic, version, header length, header, data), in C order
     (a Fortran-order file, as yolo320_v190.in.npy is, is reordered; 1-byte elements only then)."""
