@@ -374,8 +374,7 @@ static void test_bad_threads(void)
 /* okpu_workers_taper: the runs cover [0, n) in order, each non-empty and starting on a whole unit; from each end the
  * runs shrink (in units) down to one unit in the middle, the first no more than a 2 x workers-th of the units (every
  * run of a delayed worker stays small); one run for one worker; at most max_runs of them, else 0, and 0 for nothing
- * to cut. Every channel
- * count of a KPU layer (1..1024) on 2-7 workers fits the emulator's table of 64; quads too. */
+ * to cut. Every channel count of a KPU layer (1..1024) on 2-7 workers fits the emulator's table of 64; quads too. */
 #define TAPER_TABLE 64u
 static void test_taper(void)
 {
