@@ -220,6 +220,14 @@ typedef uint64_t (*okpu_clock_fn)(void *clock_ctx);
  * and a wake-up of the workers). Everything else as okpu_model_run. */
 int okpu_model_run_timed(okpu_model *model, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
                          okpu_error *err);
+/* okpu_model_run_timed, and task_ns (okpu_model_layer_count entries) gets, per layer as layer_ns, the time the
+ * backend's threads spent inside their tasks, summed over the threads (0 for a layer none ran, or a backend without
+ * threads: the K210's). On one thread a layer's task time is its time less its serial part; on N threads, more than
+ * the one-thread figure means the work itself grew (data read from another processor's cache), and N x layer_ns
+ * less task_ns is the threads' time outside tasks (waiting at the joins, serial parts). Each task costs two clock
+ * reads more than in a timed run. */
+int okpu_model_run_profiled(okpu_model *model, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
+                            uint64_t *task_ns, okpu_error *err);
 /* Take the memory a run of the first n_layers needs beyond a full run (counted in context_bytes). */
 int okpu_model_reserve_partial(okpu_model *model, int n_layers, okpu_error *err);
 

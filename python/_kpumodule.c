@@ -437,10 +437,11 @@ static uint64_t monotonic_ns(void *unused)
 #endif
 }
 
-/* Run the first n_layers, each layer's time into layer_ns unless it is NULL, with the GIL released. What a partial run
- * needs is taken first, with the GIL held (run would take it with the same error): while the GIL is released the run
- * then changes nothing the load-time queries (layers, memory, ...) read. */
-static int run_released(ModelObject *self, int n_layers, uint64_t *layer_ns, okpu_error *err)
+/* Run the first n_layers, each layer's time into layer_ns unless it is NULL (and its task time into task_ns unless
+ * that is NULL), with the GIL released. What a partial run needs is taken first, with the GIL held (run would take it
+ * with the same error): while the GIL is released the run then changes nothing the load-time queries (layers, memory,
+ * ...) read. */
+static int run_released(ModelObject *self, int n_layers, uint64_t *layer_ns, uint64_t *task_ns, okpu_error *err)
 {
     int rc;
 
@@ -450,8 +451,9 @@ static int run_released(ModelObject *self, int n_layers, uint64_t *layer_ns, okp
         return rc;
     self->running = 1;
     Py_BEGIN_ALLOW_THREADS
-    rc = layer_ns ? okpu_model_run_timed(self->model, n_layers, monotonic_ns, NULL, layer_ns, err)
-                  : okpu_model_run(self->model, n_layers, err);
+    rc = task_ns    ? okpu_model_run_profiled(self->model, n_layers, monotonic_ns, NULL, layer_ns, task_ns, err)
+         : layer_ns ? okpu_model_run_timed(self->model, n_layers, monotonic_ns, NULL, layer_ns, err)
+                    : okpu_model_run(self->model, n_layers, err);
     Py_END_ALLOW_THREADS
     self->running = 0;
     return rc;
@@ -467,35 +469,18 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     if (!check_idle(self))
         return NULL;
-    rc = run_released(self, n_layers, NULL, &err);
+    rc = run_released(self, n_layers, NULL, NULL, &err);
     if (rc != OKPU_OK)
         return raise_oserror("run", &err, rc);
     Py_RETURN_NONE;
 }
 
-/* run(), with each layer's time: a list of nanoseconds, one per layer (okpu_model_run_timed). */
-static PyObject *Model_run_timed(ModelObject *self, PyObject *args, PyObject *kwds)
+/* n nanosecond counts as a list of ints (NULL with the exception set). */
+static PyObject *ns_list(const uint64_t *ns, int n)
 {
-    static char *kwlist[] = {"n_layers", NULL};
-    int n_layers = 0, rc, i, n;
-    uint64_t *ns;
-    PyObject *list;
-    okpu_error err;
+    PyObject *list = PyList_New(n);
+    int i;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|i:run_timed", kwlist, &n_layers))
-        return NULL;
-    if (!check_idle(self))
-        return NULL;
-    n = okpu_model_layer_count(self->model);
-    ns = (uint64_t *)PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *ns);
-    if (!ns)
-        return PyErr_NoMemory();
-    rc = run_released(self, n_layers, ns, &err);
-    if (rc != OKPU_OK) {
-        PyMem_Free(ns);
-        return raise_oserror("run", &err, rc);
-    }
-    list = PyList_New(n);
     for (i = 0; list && i < n; i++) {
         PyObject *v = PyLong_FromUnsignedLongLong((unsigned long long)ns[i]);
         if (!v) {
@@ -504,8 +489,55 @@ static PyObject *Model_run_timed(ModelObject *self, PyObject *args, PyObject *kw
         }
         PyList_SET_ITEM(list, i, v);
     }
-    PyMem_Free(ns);
     return list;
+}
+
+/* run_timed() and run_profiled(): the layer times, and with `tasks` the task times too, as a tuple of two lists. */
+static PyObject *run_with_times(ModelObject *self, PyObject *args, PyObject *kwds, int tasks)
+{
+    static char *kwlist[] = {"n_layers", NULL};
+    int n_layers = 0, rc, n;
+    uint64_t *ns;
+    PyObject *layer_list, *task_list;
+    okpu_error err;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, tasks ? "|i:run_profiled" : "|i:run_timed", kwlist, &n_layers))
+        return NULL;
+    if (!check_idle(self))
+        return NULL;
+    n = okpu_model_layer_count(self->model);
+    ns = (uint64_t *)PyMem_Malloc((size_t)(n > 0 ? n : 1) * 2u * sizeof *ns); /* layer times, then task times */
+    if (!ns)
+        return PyErr_NoMemory();
+    rc = run_released(self, n_layers, ns, tasks ? ns + (n > 0 ? n : 1) : NULL, &err);
+    if (rc != OKPU_OK) {
+        PyMem_Free(ns);
+        return raise_oserror("run", &err, rc);
+    }
+    layer_list = ns_list(ns, n);
+    if (!tasks || !layer_list) {
+        PyMem_Free(ns);
+        return layer_list;
+    }
+    task_list = ns_list(ns + (n > 0 ? n : 1), n);
+    PyMem_Free(ns);
+    if (!task_list) {
+        Py_DECREF(layer_list);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", layer_list, task_list);
+}
+
+/* run(), with each layer's time: a list of nanoseconds, one per layer (okpu_model_run_timed). */
+static PyObject *Model_run_timed(ModelObject *self, PyObject *args, PyObject *kwds)
+{
+    return run_with_times(self, args, kwds, 0);
+}
+
+/* run_timed(), with each layer's task time too (okpu_model_run_profiled). */
+static PyObject *Model_run_profiled(ModelObject *self, PyObject *args, PyObject *kwds)
+{
+    return run_with_times(self, args, kwds, 1);
 }
 
 static PyObject *Model_reserve(ModelObject *self, PyObject *args)
@@ -730,6 +762,10 @@ static PyMethodDef Model_methods[] = {
      "run_timed(n_layers=0) -> [ns, ...]: run() with each layer's time in nanoseconds (the monotonic clock), one per "
      "layer; layers run as one (pairs(), side_chains()) count under their first layer and the others read 0, as do "
      "the layers a partial run does not reach."},
+    {"run_profiled", (PyCFunction)(void (*)(void))Model_run_profiled, METH_VARARGS | METH_KEYWORDS,
+     "run_profiled(n_layers=0) -> ([ns, ...], [task ns, ...]): run_timed() and, per layer, the time the model's "
+     "threads spent inside their tasks, summed over the threads (0 where no task ran): above the one-thread figure, "
+     "the work itself grew; threads x ns less task ns is the threads' time outside tasks (joins, serial parts)."},
     {"output_count", (PyCFunction)Model_output_count, METH_NOARGS, "Number of model outputs."},
     {"output_info", (PyCFunction)Model_output_info, METH_VARARGS,
      "output_info(index) -> TensorInfo(typecode, n, c, h, w, bytes): output index as the model declares it, "

@@ -3,8 +3,11 @@
 
 - a timed run gives the same outputs as run(); one time per layer, 0 for layers run inside another's step (a pair, a
   side chain) and for layers a partial run does not reach; the layer times add up to no more than the call took;
+- a profiled run (`run_profiled`) too, and its task times: each layer's at most threads x its time (every task lies
+  inside its step), a KPU layer's above 0, and on one thread at most its time;
 - `openkpu profile` covers every layer once, in order, with a row per step of the plan that no thread count splits
-  (a real model's pairs and side chains on two threads), and its totals are the sums of its rows for a single run;
+  (a real model's pairs and side chains on two threads), and its totals are the sums of its rows for a single run,
+  task times included; its text shows the task-time ratio and the idle share beside each thread count after the first;
 - bad options, a wrong-size --input and an unreadable model exit 2 with a message that says what to fix;
 - `KPU.layer_times(task, img)` (the shim, for board scripts): forward's outputs, one (index, type name, us) a layer,
   zeros past set_layers.
@@ -91,6 +94,44 @@ def test_run_timed_real_model_on_two_threads(testdata, name):
     assert wall / 3 < sum(ns) < wall * 3
 
 
+def check_profiled_run(model, inputs, threads):
+    set_inputs(model, inputs)
+    model.run()
+    plain = outputs(model)
+    set_inputs(model, inputs)
+    ns, tasks = model.run_profiled()
+    assert outputs(model) == plain
+    assert len(ns) == len(tasks) == len(model.layers()) and all(isinstance(v, int) and v >= 0 for v in ns + tasks)
+    assert all(task <= threads * t for task, t in zip(tasks, ns)), [(i, t, task) for i, (t, task) in
+                                                                    enumerate(zip(ns, tasks)) if task > threads * t]
+    inside = grouped_layers(model)
+    assert all(ns[layer] == 0 and tasks[layer] == 0 for layer in inside)
+    kpu = [i for i, layer in enumerate(model.layers()) if layer.is_kpu and i not in inside]
+    assert kpu and all(tasks[i] > 0 for i in kpu)
+    return ns, tasks
+
+
+def test_run_profiled_digits():
+    for threads in (1, 2):
+        model, inputs = loaded(DIGITS, threads=threads)
+        check_profiled_run(model, inputs, threads)
+        set_inputs(model, inputs)
+        ns, tasks = model.run_profiled(2)
+        assert ns[2:] == tasks[2:] == [0] * (len(ns) - 2) and sum(tasks[:2]) > 0
+
+
+@pytest.mark.parametrize("name", ["ulffd_face_v4_nncase/slim-320.kmodel",
+                                  "face_detect_yolo2_v3_maixpy/facedetect.kmodel"])
+def test_run_profiled_real_model(testdata, name):
+    for threads in (1, 2):
+        model, inputs = loaded(testdata(*name.split("/")), threads=threads)
+        ns, tasks = check_profiled_run(model, inputs, threads)
+        if threads == 1:
+            assert all(task <= t for task, t in zip(tasks, ns))
+        else:  # (which thread ran a task is the scheduler's: test_workers counts every task's clock reads instead)
+            assert model.pairs() and all(tasks[first] > 0 for first, _ in model.pairs())
+
+
 def test_run_timed_errors():
     model, inputs = loaded(DIGITS)
     with pytest.raises(TypeError):
@@ -122,9 +163,12 @@ def test_profile_json_digits():
     assert [row["types"][0] for row in info["rows"]] == [layer.type_name for layer in layers]
     assert sum(row["kpu_macs"] for row in info["rows"]) == info["kpu_macs"] == model.memory()["kpu_macs"]
     for threads in ("1", "2"):
-        # one run: the pass is the sum of the rows (medians of one value each)
+        # one run: the pass is the sum of the rows (medians of one value each), the task time too
         assert info["totals"][threads]["pass_us"] == pytest.approx(sum(row["us"][threads] for row in info["rows"]))
         assert info["totals"][threads]["pass_us"] > 0
+        assert info["totals"][threads]["task_us"] == pytest.approx(
+            sum(row["task_us"][threads] for row in info["rows"]))
+        assert 0 < info["totals"][threads]["task_us"] <= int(threads) * info["totals"][threads]["pass_us"]
 
 
 def test_profile_text_real_model(testdata):
@@ -139,6 +183,7 @@ def test_profile_text_real_model(testdata):
     text = profile_cli(path, "-n", 1, "--threads", "1,2")
     assert text.returncode == 0, text.stderr
     assert "x2/1" in text.stdout and "2 threads: pass" in text.stdout and "4-5 " in text.stdout
+    assert "tasks 2/1" in text.stdout and "idle 2 %" in text.stdout and "outside tasks" in text.stdout
 
 
 def test_profile_errors(tmp_path):

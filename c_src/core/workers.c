@@ -105,6 +105,11 @@ struct okpu_workers {
     int count;
     okpu_allocator allocator; /* copy of the caller's (the pool frees itself with it) */
     int has_allocator;
+    /* Task timing (okpu_workers_time_tasks): set by the caller between runs, read by whoever runs a task; task_ns[i]
+     * is written only by the thread running as worker i, before that task counts as finished. */
+    okpu_clock_fn task_clock;
+    void *task_clock_ctx;
+    uint64_t task_ns[OKPU_WORKERS_MAX];
 #ifdef OKPU_HAVE_PTHREADS
     pthread_mutex_t lock;
     pthread_cond_t start; /* a new run (generation) or quit */
@@ -148,11 +153,26 @@ int okpu_workers_count(const okpu_workers *w)
     return w ? w->count : 1;
 }
 
-static void serial_run(uint32_t n_tasks, okpu_task_fn fn, void *ctx)
+/* One task as worker `index`, timed when the pool times its tasks (w NULL: a pool-less serial run, untimed). */
+static void run_task(okpu_workers *w, okpu_task_fn fn, void *ctx, int index, uint32_t task)
+{
+    const okpu_clock_fn now = w ? w->task_clock : NULL;
+    uint64_t t0;
+
+    if (!now) {
+        fn(ctx, index, task);
+        return;
+    }
+    t0 = now(w->task_clock_ctx);
+    fn(ctx, index, task);
+    w->task_ns[index] += now(w->task_clock_ctx) - t0;
+}
+
+static void serial_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *ctx)
 {
     uint32_t t;
     for (t = 0; t < n_tasks; t++)
-        fn(ctx, 0, t);
+        run_task(w, fn, ctx, 0, t);
 }
 
 #ifdef OKPU_HAVE_PTHREADS
@@ -168,7 +188,7 @@ static uint32_t take_tasks(okpu_workers *w, int index)
             return TICKET_GEN(v);
         task = index == 0 ? TICKET_FRONT(v) : (uint32_t)(TICKET_BACK(v) - 1);
         n = w->n_tasks; /* (read before the task is done: once every task is, the caller may start the next run) */
-        w->fn(w->ctx, index, task);
+        run_task(w, w->fn, w->ctx, index, task);
         if (ADD(&w->finished, 1u) == n && LOAD(&w->caller_sleeps)) {
             pthread_mutex_lock(&w->lock);
             pthread_cond_signal(&w->done);
@@ -315,7 +335,29 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
 #else
     (void)w;
 #endif
-    serial_run(n_tasks, fn, ctx);
+    serial_run(w, n_tasks, fn, ctx);
+}
+
+void okpu_workers_time_tasks(okpu_workers *w, okpu_clock_fn now, void *clock_ctx)
+{
+    if (!w)
+        return;
+    w->task_clock = now;
+    w->task_clock_ctx = clock_ctx;
+    if (now)
+        memset(w->task_ns, 0, sizeof w->task_ns);
+}
+
+uint64_t okpu_workers_task_ns(const okpu_workers *w)
+{
+    uint64_t sum = 0;
+    int i;
+
+    if (!w)
+        return 0;
+    for (i = 0; i < w->count; i++)
+        sum += w->task_ns[i];
+    return sum;
 }
 
 void okpu_workers_wake(okpu_workers *w)

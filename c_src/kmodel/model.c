@@ -607,29 +607,39 @@ static int run_failed(const okpu_model *m, int i, int rc, okpu_error *err)
     return err ? err->code : rc;
 }
 
-/* The clock between two steps when the run is timed: the time since *t goes to layer_ns[layer]. */
-static void time_step(okpu_clock_fn now, void *clock_ctx, uint64_t *t, uint64_t *layer_ns, int layer)
+/* A timed run's clock: the time since `t` goes to layer_ns[layer] at the end of each step, and with task_ns, the time
+ * the pool's threads spent in tasks since `tasks` to task_ns[layer]. */
+typedef struct step_clock {
+    okpu_clock_fn now; /* NULL: the run is not timed */
+    void *ctx;
+    uint64_t t;
+    uint64_t *layer_ns;
+    okpu_workers *pool; /* NULL: no tasks to time */
+    uint64_t tasks;
+    uint64_t *task_ns;
+} step_clock;
+
+static void time_step(step_clock *c, int layer)
 {
-    const uint64_t t1 = now(clock_ctx);
-    layer_ns[layer] += t1 - *t;
-    *t = t1;
+    uint64_t t1;
+
+    if (!c->now)
+        return;
+    t1 = c->now(c->ctx);
+    c->layer_ns[layer] += t1 - c->t;
+    c->t = t1;
+    if (c->task_ns) {
+        const uint64_t tasks = okpu_workers_task_ns(c->pool);
+        c->task_ns[layer] += tasks - c->tasks;
+        c->tasks = tasks;
+    }
 }
 
-/* The one runner: every format's plan runs here, step by step (timed when `now` is given). */
-static int run_plan(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
-                    okpu_error *err)
+/* The one runner: every format's plan runs here, step by step (timed when clock->now is given). */
+static int run_steps(okpu_model *m, int n_layers, step_clock *clock, okpu_error *err)
 {
     int i, rc;
     okpu_run_ctx ctx;
-    uint64_t t = 0;
-    okpu_error_clear(err);
-    if (!m)
-        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
-    if (now && !layer_ns)
-        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "a timed run needs an array of layer times");
-    if (layer_ns)
-        for (i = 0; i < m->layer_count; i++)
-            layer_ns[i] = 0;
     if (n_layers <= 0 || n_layers > m->layer_count)
         n_layers = m->layer_count;
     m->ran_layers = 0;
@@ -640,8 +650,8 @@ static int run_plan(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_
     ctx.kpu = m->kpu;
     if (m->kpu && m->kpu->wakes_workers)
         okpu_workers_wake(m->kpu->workers); /* awake by the first split, not woken by it */
-    if (now)
-        t = now(clock_ctx);
+    if (clock->now)
+        clock->t = clock->now(clock->ctx);
     for (i = 0; i < n_layers; i++) {
         const okpu_step *s = &m->layers[i].step;
         const int next = beside_of(s);
@@ -662,8 +672,7 @@ static int run_plan(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_
             }
             if (rc != OKPU_OK)
                 return run_failed(m, next, rc, err);
-            if (now)
-                time_step(now, clock_ctx, &t, layer_ns, i); /* the whole chain and the layer beside it */
+            time_step(clock, i); /* the whole chain and the layer beside it */
             i = next;
             continue;
         }
@@ -672,8 +681,7 @@ static int run_plan(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_
                                   &((const okpu_kpu_conv_args *)m->layers[i + 1].step.args)->job, err);
             if (rc != OKPU_OK)
                 return run_failed(m, i, rc, err);
-            if (now)
-                time_step(now, clock_ctx, &t, layer_ns, i); /* both layers of the pair */
+            time_step(clock, i); /* both layers of the pair */
             i++;
             continue;
         }
@@ -682,24 +690,52 @@ static int run_plan(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_
         rc = okpu_step_table[s->kind].run(&ctx, s->args, err);
         if (rc != OKPU_OK)
             return run_failed(m, i, rc, err);
-        if (now)
-            time_step(now, clock_ctx, &t, layer_ns, i);
+        time_step(clock, i);
     }
     if (n_layers < m->layer_count) {
         const okpu_place *p = &m->layers[n_layers - 1].out;
         if (p->mem == OKPU_MEM_KPU)
             okpu_kpu_layout_download(m->kpu->ram, p->offset, m->scratch, p->t.w, p->t.h, p->t.c);
         m->partial = 1;
-        if (now)
-            time_step(now, clock_ctx, &t, layer_ns, n_layers - 1); /* the copy out is the last layer's output */
+        time_step(clock, n_layers - 1); /* the copy out is the last layer's output */
     }
     m->ran_layers = n_layers;
     return OKPU_OK;
 }
 
+/* run_steps with the arguments checked, the times zeroed and, for task times, the pool's task timing on for the run. */
+static int run_plan(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
+                    uint64_t *task_ns, okpu_error *err)
+{
+    step_clock clock;
+    int i, rc;
+
+    okpu_error_clear(err);
+    if (!m)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "no model");
+    if (now && !layer_ns)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "a timed run needs an array of layer times");
+    memset(&clock, 0, sizeof clock);
+    clock.now = now;
+    clock.ctx = clock_ctx;
+    clock.layer_ns = layer_ns;
+    clock.task_ns = task_ns;
+    clock.pool = task_ns && m->kpu ? m->kpu->workers : NULL;
+    for (i = 0; (layer_ns || task_ns) && i < m->layer_count; i++) {
+        if (layer_ns)
+            layer_ns[i] = 0;
+        if (task_ns)
+            task_ns[i] = 0;
+    }
+    okpu_workers_time_tasks(clock.pool, now, clock_ctx);
+    rc = run_steps(m, n_layers, &clock, err);
+    okpu_workers_time_tasks(clock.pool, NULL, NULL);
+    return rc;
+}
+
 int okpu_model_run(okpu_model *m, int n_layers, okpu_error *err)
 {
-    return run_plan(m, n_layers, NULL, NULL, NULL, err);
+    return run_plan(m, n_layers, NULL, NULL, NULL, NULL, err);
 }
 
 int okpu_model_run_timed(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
@@ -707,7 +743,17 @@ int okpu_model_run_timed(okpu_model *m, int n_layers, okpu_clock_fn now, void *c
 {
     if (!now)
         return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "a timed run needs a clock");
-    return run_plan(m, n_layers, now, clock_ctx, layer_ns, err);
+    return run_plan(m, n_layers, now, clock_ctx, layer_ns, NULL, err);
+}
+
+int okpu_model_run_profiled(okpu_model *m, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
+                            uint64_t *task_ns, okpu_error *err)
+{
+    if (!now)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "a profiled run needs a clock");
+    if (!task_ns)
+        return okpu_fail(err, OKPU_ERR_PARAM, -1, -1, "a profiled run needs an array of task times");
+    return run_plan(m, n_layers, now, clock_ctx, layer_ns, task_ns, err);
 }
 
 int okpu_model_output_count(const okpu_model *m)

@@ -6,12 +6,18 @@
     openkpu profile face.kmodel --input img.bin     # the input's own bytes (planar CHW, exactly its size)
     openkpu profile face.kmodel --json              # the same as one JSON object (times in microseconds)
 
-Each layer's time comes from the core's timed run (`_kpu.Model.run_timed`: the monotonic clock read between the
-plan's steps). A plan on two or more threads runs some layers as one step (a pair: a KPU layer and the depthwise
+Each layer's time comes from the core's profiled run (`_kpu.Model.run_profiled`: the monotonic clock read between
+the plan's steps, and around each task the model's threads run). A plan on two or more threads runs some layers as one step (a pair: a KPU layer and the depthwise
 layer reading its output; a side chain: a KPU layer and the CPU layers after it beside the next KPU layer); such
 layers are one row here, for every thread count, so the columns compare the same work. The figures are this
 machine's and the emulator's: the K210's own per-layer times come from the same call on a board (`run_timed` in the
 firmware's `_kpu`), not from here.
+
+Beside each thread count after the first, two columns tell where a split loses: `tasks N/1`, the time the N threads
+spent inside their tasks over the same on the first count (above 1.00: the work itself grew, as when a thread reads
+what another processor wrote and the bytes cross between their caches), and `idle N %`, the share of the N threads'
+time outside tasks (waiting at the joins of the layers' hand-outs, and the serial parts: a layer's setup, the CPU
+layers no thread shares). The clock reads around each task cost about 40 ns each.
 
 Timing follows `make bench`: the thread counts take turns, each timed run follows an untimed run of the same model
 (as in a loop over camera frames), and each row shows the median over the runs. Pseudo-random input bytes (a fixed
@@ -93,7 +99,8 @@ def common_rows(step_lists):
 
 
 def time_runs(models, inputs, runs):
-    """{threads: [per-layer ns of each timed run]}: the thread counts take turns; an untimed run before each."""
+    """{threads: [(per-layer ns, per-layer task ns) of each timed run]}: the thread counts take turns; an untimed run
+    before each."""
     times = {threads: [] for threads in models}
     for _ in range(runs):
         for threads, model in models.items():
@@ -103,7 +110,7 @@ def time_runs(models, inputs, runs):
                 if attempt == 0:
                     model.run()
                 else:
-                    times[threads].append(model.run_timed())
+                    times[threads].append(model.run_profiled())
     return times
 
 
@@ -128,18 +135,20 @@ def profile(path, thread_counts, runs, input_path=None):
                "details": " | ".join(("" if hi == lo else "%d: " % layer["index"]) + layer_details(layer)
                                      for layer in group),
                "kpu_macs": sum(layer["macs"] for layer in group), "is_kpu": any(layer["is_kpu"] for layer in group),
-               "us": {}}
+               "us": {}, "task_us": {}}
         for threads in thread_counts:
-            per_run = [sum(run[lo:hi + 1]) for run in times[threads]]
+            per_run = [sum(run[lo:hi + 1]) for run, _ in times[threads]]
             row["us"][str(threads)] = statistics.median(per_run) / 1000.0
+            row["task_us"][str(threads)] = statistics.median(sum(tasks[lo:hi + 1]) for _, tasks in times[threads]) / 1000.0
         out_rows.append(row)
     totals = {}
     for threads in thread_counts:
-        passes = [sum(run) for run in times[threads]]
-        kpu = [sum(t for t, layer in zip(run, layers) if layer["is_kpu"]) for run in times[threads]]
+        passes = [sum(run) for run, _ in times[threads]]
+        kpu = [sum(t for t, layer in zip(run, layers) if layer["is_kpu"]) for run, _ in times[threads]]
         totals[str(threads)] = {"pass_us": statistics.median(passes) / 1000.0,
                                 "pass_min_us": min(passes) / 1000.0,
-                                "kpu_layers_us": statistics.median(kpu) / 1000.0}
+                                "kpu_layers_us": statistics.median(kpu) / 1000.0,
+                                "task_us": statistics.median(sum(tasks) for _, tasks in times[threads]) / 1000.0}
     version = reference.version()
     for model in models.values():
         model.free()
@@ -149,12 +158,24 @@ def profile(path, thread_counts, runs, input_path=None):
             "kpu_macs": sum(layer["macs"] for layer in layers), "rows": out_rows, "totals": totals}
 
 
+def task_ratio(task_us, base_task_us):
+    """Task time on some thread count over that on the base count ("-" where the base has none)."""
+    return "%.2f" % (task_us / base_task_us) if base_task_us > 0 else "-"
+
+
+def idle_share(count, us, task_us):
+    """Percent of `count` threads' time over `us` spent outside tasks ("-" for no time)."""
+    capacity = int(count) * us
+    return "%.0f" % (100.0 * (1.0 - task_us / capacity)) if capacity > 0 else "-"
+
+
 def format_profile(info):
     counts = [str(t) for t in info["threads"]]
     base = counts[0]
     first_total = info["totals"][base]["pass_us"] or 1.0
     header = (["layers", "type", "KPU MACs"] + ["%s thr us" % c for c in counts]
-              + ["x%s/%s" % (c, base) for c in counts[1:]] + ["%% of %s thr" % base, "details"])
+              + ["x%s/%s" % (c, base) for c in counts[1:]] + ["tasks %s/%s" % (c, base) for c in counts[1:]]
+              + ["idle %s %%" % c for c in counts[1:]] + ["%% of %s thr" % base, "details"])
     table = []
     for row in info["rows"]:
         lo, hi = row["layers"]
@@ -163,21 +184,25 @@ def format_profile(info):
                  human_count(row["kpu_macs"]) if row["kpu_macs"] else "-"]
         cells += ["%.1f" % row["us"][c] for c in counts]
         cells += ["%.2f" % (row["us"][base] / row["us"][c]) if row["us"][c] > 0 else "-" for c in counts[1:]]
+        cells += [task_ratio(row["task_us"][c], row["task_us"][base]) for c in counts[1:]]
+        cells += [idle_share(c, row["us"][c], row["task_us"][c]) for c in counts[1:]]
         cells += ["%.1f" % (100.0 * row["us"][base] / first_total), row["details"]]
         table.append(cells)
     lines = ["%s: %s, %d layers, %s KPU MACs; %d timed runs per thread count (median), input: %s"
              % (info["file"], info["format"], info["layers"], human_count(info["kpu_macs"]), info["runs"],
                 info["input"]), ""]
-    lines += format_table(header, table, "<<>" + ">" * (2 * len(counts) - 1) + "><", indent="")
+    lines += format_table(header, table, "<<>" + ">" * (4 * len(counts) - 3) + "><", indent="")
     lines.append("")
     for c in counts:
         t = info["totals"][c]
         lines.append("%s thread%s: pass %.3f ms (median; fastest %.3f), KPU layers %.3f ms, CPU layers %.3f ms%s"
                      % (c, "" if c == "1" else "s", t["pass_us"] / 1000, t["pass_min_us"] / 1000,
                         t["kpu_layers_us"] / 1000, (t["pass_us"] - t["kpu_layers_us"]) / 1000,
-                        "" if c == base else ", %.2fx %s thread%s" % (
+                        "" if c == base else ", %.2fx %s thread%s; tasks' time %sx %s's, %s%% of the threads' time "
+                        "outside tasks" % (
                             info["totals"][base]["pass_us"] / t["pass_us"] if t["pass_us"] else 0.0, base,
-                            "" if base == "1" else "s")))
+                            "" if base == "1" else "s", task_ratio(t["task_us"], info["totals"][base]["task_us"]), base,
+                            idle_share(c, t["pass_us"], t["task_us"]))))
     lines.append("(the emulator on this machine, not the K210; a row of several layers is one step of the plan on "
                  "some thread count, a pair or a side chain, whose CPU layers count with its KPU layers)")
     return "\n".join(lines)

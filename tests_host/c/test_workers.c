@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The worker pool (c_src/core/workers.c) and the threaded emulator: every task runs once, on more than one thread
- * when the build has threads, a forked child still runs; real models give the same outputs and KPU RAM for 1, 2 and 3
- * threads (with every layer split one channel per task too), on the fast and the reference paths; a forward pass
- * allocates nothing and the memory report counts each worker's buffers. */
+ * when the build has threads, a forked child still runs; timed tasks are each read twice on the clock; real models
+ * give the same outputs and KPU RAM for 1, 2 and 3 threads (with every layer split one channel per task too), on the
+ * fast and the reference paths, and a profiled run's task times fit inside its layer times; a forward pass allocates
+ * nothing and the memory report counts each worker's buffers. */
 #ifdef __linux__
 #define _GNU_SOURCE /* sched_setaffinity and CPU_SET (round trip), and what follows */
 #else
@@ -371,6 +372,147 @@ static void test_bad_threads(void)
     free(data);
 }
 
+/* A clock that moves 1000 ns at each read, from any thread: a task's time is 1000 ns times the reads between its
+ * two (its own second read included). */
+static uint64_t fake_ticks;
+
+static uint64_t fake_clock(void *ctx)
+{
+    (void)ctx;
+#ifdef OKPU_HAVE_PTHREADS
+    return __atomic_add_fetch(&fake_ticks, 1000u, __ATOMIC_SEQ_CST);
+#else
+    return fake_ticks += 1000u;
+#endif
+}
+
+static uint64_t real_clock(void *ctx)
+{
+    struct timespec t;
+    (void)ctx;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* okpu_workers_time_tasks: every task of a timed run is read twice on the clock, on whichever thread ran it, and its
+ * time counted once; nothing while timing is off (the counts kept), and timing on again starts from 0. On one
+ * worker the fake clock gives exactly 1000 ns a task. */
+static void test_task_times(void)
+{
+    okpu_workers *w;
+    okpu_error err;
+    int count;
+
+    CHECK(okpu_workers_task_ns(NULL) == 0, "a NULL pool's task time");
+    okpu_workers_time_tasks(NULL, fake_clock, NULL); /* (nothing to time) */
+    for (count = 1; count <= 3; count++) {
+        static tally t;
+        uint64_t ns;
+        w = okpu_workers_create(count, NULL, &err);
+        CHECK(w != NULL, "create(%d): %s", count, w ? "" : err.message);
+        if (!w)
+            continue;
+        CHECK(okpu_workers_task_ns(w) == 0, "%d workers: task time before any timing", count);
+        okpu_workers_time_tasks(w, fake_clock, NULL);
+        fake_ticks = 0;
+        memset(&t, 0, sizeof t);
+        t.count = okpu_workers_count(w);
+        okpu_workers_run(w, 200, count_task, &t);
+        okpu_workers_run(w, 1, hit_task, NULL); /* (one task: on the caller) */
+        CHECK(hits[0] == 1, "%d workers: the one task ran %d times", count, hits[0]);
+        memset(hits, 0, sizeof hits);
+        check_tally(&t, 200, "timed run");
+        ns = okpu_workers_task_ns(w);
+        CHECK(fake_ticks == 2u * 201u * 1000u, "%d workers: %llu clock reads for 201 tasks (2 each expected)", count,
+              (unsigned long long)(fake_ticks / 1000u));
+        if (okpu_workers_count(w) == 1)
+            CHECK(ns == 201u * 1000u, "one worker: %llu ns for 201 tasks of 1000", (unsigned long long)ns);
+        else
+            CHECK(ns >= 201u * 1000u && ns <= (uint64_t)okpu_workers_count(w) * fake_ticks, /* (tasks overlap) */
+                  "%d workers: %llu ns for 201 tasks (reads %llu)", count, (unsigned long long)ns,
+                  (unsigned long long)fake_ticks);
+        okpu_workers_time_tasks(w, NULL, NULL);
+        okpu_workers_run(w, 8, hit_task, NULL);
+        memset(hits, 0, sizeof hits);
+        CHECK(fake_ticks == 2u * 201u * 1000u && okpu_workers_task_ns(w) == ns,
+              "%d workers: timing off still read the clock or changed the count", count);
+        okpu_workers_time_tasks(w, fake_clock, NULL);
+        CHECK(okpu_workers_task_ns(w) == 0, "%d workers: timing on again kept %llu ns", count,
+              (unsigned long long)okpu_workers_task_ns(w));
+        okpu_workers_destroy(w);
+    }
+}
+
+/* okpu_model_run_profiled on real models, 1 and 2 threads: the same outputs as a plain run; each layer's task time
+ * is at most threads x its time (every task lies inside its step, on the same clock), the layers a pair or a side
+ * chain folds into its first read 0 for both; the KPU layers have task time, and on one thread no more than their
+ * time. A run without a task array is refused. */
+static void profiled_run(const char *path, int required)
+{
+    okpu_options o;
+    okpu_error err;
+    okpu_model *m;
+    uint8_t *data;
+    size_t size;
+    int threads;
+
+    data = read_model(path, &size, required);
+    if (!data)
+        return;
+    for (threads = 1; threads <= 2; threads++) {
+        uint64_t *ns, *task;
+        int n, i, kpu_timed = 0, bad = 0;
+        okpu_tensor out;
+        const uint8_t *bytes;
+        uint8_t *plain;
+        okpu_options_default(&o);
+        o.threads = threads;
+        m = okpu_model_load(data, size, &o, &err);
+        CHECK(m != NULL, "%s: %s", path, m ? "" : err.message);
+        if (!m)
+            continue;
+        set_filled_inputs(m, 7u, path);
+        n = okpu_model_layer_count(m);
+        ns = calloc((size_t)n, sizeof *ns);
+        task = calloc((size_t)n, sizeof *task);
+        CHECK(okpu_model_run(m, -1, &err) == OKPU_OK && okpu_model_output(m, 0, &out, &bytes, &err) == OKPU_OK,
+              "%s: plain run: %s", path, err.message);
+        plain = malloc(out.bytes);
+        memcpy(plain, bytes, out.bytes);
+        CHECK(okpu_model_run_profiled(m, -1, real_clock, NULL, ns, NULL, &err) == OKPU_ERR_PARAM &&
+                  strstr(err.message, "task times"),
+              "%s: a profiled run without task times: %s", path, err.message);
+        set_filled_inputs(m, 7u, path);
+        CHECK(okpu_model_run_profiled(m, -1, real_clock, NULL, ns, task, &err) == OKPU_OK, "%s: profiled run: %s",
+              path, err.message);
+        CHECK(okpu_model_output(m, 0, &out, &bytes, &err) == OKPU_OK && memcmp(bytes, plain, out.bytes) == 0,
+              "%s, %d threads: the profiled run's output differs from the plain run's", path, threads);
+        for (i = 0; i < n; i++) {
+            okpu_layer_info li;
+            okpu_model_layer_info(m, i, &li);
+            if (task[i] > (uint64_t)threads * ns[i] || (ns[i] == 0 && task[i] != 0) ||
+                (threads == 1 && task[i] > ns[i]))
+                bad++;
+            if (li.is_kpu && task[i] > 0)
+                kpu_timed++;
+        }
+        CHECK(bad == 0, "%s, %d threads: %d layers whose task time exceeds threads x their time", path, threads, bad);
+        CHECK(kpu_timed > 0, "%s, %d threads: no KPU layer has task time", path, threads);
+        free(plain);
+        free(ns);
+        free(task);
+        okpu_model_free(m);
+    }
+    free(data);
+}
+
+static void test_profiled_models(void)
+{
+    static const char *const real[] = {"ulffd_face_v4_nncase/slim-320.kmodel",
+                                       "face_detect_yolo2_v3_maixpy/facedetect.kmodel"};
+    on_test_models(profiled_run, real, sizeof real / sizeof real[0]);
+}
+
 /* okpu_workers_taper: the runs cover [0, n) in order, each non-empty and starting on a whole unit; from each end the
  * runs shrink (in units) down to one unit in the middle, the first no more than a 2 x workers-th of the units (every
  * run of a delayed worker stays small); one run for one worker; at most max_runs of them, else 0, and 0 for nothing
@@ -472,9 +614,11 @@ static void test_round_trip(void)
 int main(void)
 {
     test_pool();
+    test_task_times();
     test_taper();
     test_round_trip();
     test_bad_threads();
     test_models();
+    test_profiled_models();
     return ctest_summary();
 }
