@@ -482,6 +482,9 @@ static void profiled_run(const char *path, int required)
         CHECK(okpu_model_run_profiled(m, -1, real_clock, NULL, ns, NULL, &err) == OKPU_ERR_PARAM &&
                   strstr(err.message, "task times"),
               "%s: a profiled run without task times: %s", path, err.message);
+        CHECK(okpu_model_run_profiled(m, -1, NULL, NULL, ns, task, &err) == OKPU_ERR_PARAM &&
+                  strstr(err.message, "clock"),
+              "%s: a profiled run without a clock: %s", path, err.message);
         set_filled_inputs(m, 7u, path);
         CHECK(okpu_model_run_profiled(m, -1, real_clock, NULL, ns, task, &err) == OKPU_OK, "%s: profiled run: %s",
               path, err.message);
