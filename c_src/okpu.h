@@ -225,7 +225,8 @@ int okpu_model_run_timed(okpu_model *model, int n_layers, okpu_clock_fn now, voi
  * threads: the K210's). On one thread a layer's task time is its time less its serial part; on N threads, more than
  * the one-thread figure means the work itself grew (data read from another processor's cache), and N x layer_ns
  * less task_ns is the threads' time outside tasks (waiting at the joins, serial parts). Each task costs two clock
- * reads more than in a timed run. */
+ * reads more than in a timed run, made on whichever thread runs it: the clock must be callable from several threads
+ * at once (a monotonic clock is; a clock with state of its own needs atomics). */
 int okpu_model_run_profiled(okpu_model *model, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
                             uint64_t *task_ns, okpu_error *err);
 /* Take the memory a run of the first n_layers needs beyond a full run (counted in context_bytes). */

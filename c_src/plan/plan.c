@@ -38,13 +38,15 @@ void okpu_step_parallel(const okpu_run_ctx *ctx, size_t n, size_t item_elements,
     range_tasks T;
     size_t tasks;
 
-    if (workers < 2 || n < 2u || n * item_elements < PARALLEL_MIN_ELEMENTS) { /* (both < 2^32: tensor sizes) */
+    if (!pool || n < 2u || n * item_elements < PARALLEL_MIN_ELEMENTS) { /* (both < 2^32: tensor sizes) */
         fn(args, 0, n);
         return;
     }
     if (align < 1)
         align = 1;
-    tasks = 2u * workers; /* two each: a worker the OS delays leaves its second to the others */
+    /* two each: a worker the OS delays leaves its second to the others; one worker: one task, so that a profiled
+     * run counts the same work as tasks on one thread as on several (okpu_model_run_profiled) */
+    tasks = workers < 2 ? 1u : 2u * workers;
     if (tasks > n)
         tasks = n;
     T.fn = fn;

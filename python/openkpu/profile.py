@@ -10,14 +10,15 @@ Each layer's time comes from the core's profiled run (`_kpu.Model.run_profiled`:
 the plan's steps, and around each task the model's threads run). A plan on two or more threads runs some layers as one step (a pair: a KPU layer and the depthwise
 layer reading its output; a side chain: a KPU layer and the CPU layers after it beside the next KPU layer); such
 layers are one row here, for every thread count, so the columns compare the same work. The figures are this
-machine's and the emulator's: the K210's own per-layer times come from the same call on a board (`run_timed` in the
-firmware's `_kpu`), not from here.
+machine's and the emulator's: the K210's own per-layer times come from the board (`run_timed` in the firmware's
+`_kpu`: the layer times without the task times), not from here.
 
 Beside each thread count after the first, two columns tell where a split loses: `tasks N/1`, the time the N threads
 spent inside their tasks over the same on the first count (above 1.00: the work itself grew, as when a thread reads
 what another processor wrote and the bytes cross between their caches), and `idle N %`, the share of the N threads'
 time outside tasks (waiting at the joins of the layers' hand-outs, and the serial parts: a layer's setup, the CPU
-layers no thread shares). The clock reads around each task cost about 40 ns each.
+layers no thread shares). The two clock reads around each task cost about 40 ns together on a Linux PC, and every
+column includes them.
 
 Timing follows `make bench`: the thread counts take turns, each timed run follows an untimed run of the same model
 (as in a loop over camera frames), and each row shows the median over the runs. Pseudo-random input bytes (a fixed
