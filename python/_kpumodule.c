@@ -497,6 +497,7 @@ static PyObject *run_with_times(ModelObject *self, PyObject *args, PyObject *kwd
 {
     static char *kwlist[] = {"n_layers", NULL};
     int n_layers = 0, rc, n;
+    size_t slots; /* layer_count, at least 1: the layer times, then as many task times */
     uint64_t *ns;
     PyObject *layer_list, *task_list;
     okpu_error err;
@@ -506,10 +507,11 @@ static PyObject *run_with_times(ModelObject *self, PyObject *args, PyObject *kwd
     if (!check_idle(self))
         return NULL;
     n = okpu_model_layer_count(self->model);
-    ns = (uint64_t *)PyMem_Malloc((size_t)(n > 0 ? n : 1) * 2u * sizeof *ns); /* layer times, then task times */
+    slots = (size_t)(n > 0 ? n : 1);
+    ns = (uint64_t *)PyMem_Malloc(slots * 2u * sizeof *ns);
     if (!ns)
         return PyErr_NoMemory();
-    rc = run_released(self, n_layers, ns, tasks ? ns + (n > 0 ? n : 1) : NULL, &err);
+    rc = run_released(self, n_layers, ns, tasks ? ns + slots : NULL, &err);
     if (rc != OKPU_OK) {
         PyMem_Free(ns);
         return raise_oserror("run", &err, rc);
@@ -519,7 +521,7 @@ static PyObject *run_with_times(ModelObject *self, PyObject *args, PyObject *kwd
         PyMem_Free(ns);
         return layer_list;
     }
-    task_list = ns_list(ns + (n > 0 ? n : 1), n);
+    task_list = ns_list(ns + slots, n);
     PyMem_Free(ns);
     if (!task_list) {
         Py_DECREF(layer_list);

@@ -33,9 +33,9 @@ int okpu_workers_count(const okpu_workers *w); /* 1 for NULL */
  * which worker runs which task. Not reentrant: one run at a time per pool (a model runs one forward pass at a time). */
 void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *ctx);
 /* Time every task from now on with `now` (the clock of okpu_model_run_timed; NULL: stop timing, the counts kept),
- * the counts starting from 0: what a profile uses to tell the work a split adds (tasks that take longer on several threads: data read
- * from another processor's cache) from the time threads spend outside tasks (waiting at joins, serial steps). Call
- * between runs; nothing for NULL. Two clock reads a task: about 40 ns on a Linux PC. */
+ * the counts starting from 0: what a profile uses to tell the work a split adds (tasks that take longer on several
+ * threads: data read from another processor's cache) from the time threads spend outside tasks (waiting at joins,
+ * serial steps). Call between runs; nothing for NULL. Two clock reads a task: about 40 ns together on a Linux PC. */
 void okpu_workers_time_tasks(okpu_workers *w, okpu_clock_fn now, void *clock_ctx);
 /* The nanoseconds every thread of the pool spent inside tasks since timing last started, summed (0 for NULL or a pool
  * never timed). Call between runs. */

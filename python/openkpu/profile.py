@@ -7,11 +7,11 @@
     openkpu profile face.kmodel --json              # the same as one JSON object (times in microseconds)
 
 Each layer's time comes from the core's profiled run (`_kpu.Model.run_profiled`: the monotonic clock read between
-the plan's steps, and around each task the model's threads run). A plan on two or more threads runs some layers as one step (a pair: a KPU layer and the depthwise
-layer reading its output; a side chain: a KPU layer and the CPU layers after it beside the next KPU layer); such
-layers are one row here, for every thread count, so the columns compare the same work. The figures are this
-machine's and the emulator's: the K210's own per-layer times come from the board (`run_timed` in the firmware's
-`_kpu`: the layer times without the task times), not from here.
+the plan's steps, and around each task the model's threads run). A plan on two or more threads runs some layers as
+one step (a pair: a KPU layer and the depthwise layer reading its output; a side chain: a KPU layer and the CPU
+layers after it beside the next KPU layer); such layers are one row here, for every thread count, so the columns
+compare the same work. The figures are this machine's and the emulator's: the K210's own per-layer times come from
+the board (`run_timed` in the firmware's `_kpu`: the layer times without the task times), not from here.
 
 Beside each thread count after the first, two columns tell where a split loses: `tasks N/1`, the time the N threads
 spent inside their tasks over the same on the first count (above 1.00: the work itself grew, as when a thread reads
@@ -140,7 +140,8 @@ def profile(path, thread_counts, runs, input_path=None):
         for threads in thread_counts:
             per_run = [sum(run[lo:hi + 1]) for run, _ in times[threads]]
             row["us"][str(threads)] = statistics.median(per_run) / 1000.0
-            row["task_us"][str(threads)] = statistics.median(sum(tasks[lo:hi + 1]) for _, tasks in times[threads]) / 1000.0
+            per_run = [sum(tasks[lo:hi + 1]) for _, tasks in times[threads]]
+            row["task_us"][str(threads)] = statistics.median(per_run) / 1000.0
         out_rows.append(row)
     totals = {}
     for threads in thread_counts:
