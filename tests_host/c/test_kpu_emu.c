@@ -1028,6 +1028,29 @@ static void test_prepare(int reference)
           err.message);
     CHECK(same_as_unprepared(b, plain, &small, "small layer, new weights"),
           "%s: re-prepared and unprepared runs differ", what);
+    /* so with the activation table (the fast path keeps its fast form from prepare): every y to 7 */
+    {
+        const size_t n_out = (size_t)small.s.ow * small.s.oh * small.s.oc;
+        uint8_t *before = malloc(n_out), bias[16];
+        int64_t x_start[16];
+        int32_t y_mul[16];
+        unsigned shift[16], i;
+        memcpy(before, small.main_out, n_out);
+        for (i = 0; i < 16; i++) {
+            x_start[i] = i == 0 ? -((int64_t)1 << 35) : ((int64_t)1 << 34) + i;
+            y_mul[i] = 0;
+            shift[i] = 0;
+            bias[i] = 7;
+        }
+        pack_act(small.act, x_start, y_mul, shift, bias);
+        CHECK(b->prepare(b, &small.job, &err) == OKPU_OK && heap.calls == calls, "%s: prepare again: %s", what,
+              err.message);
+        CHECK(same_as_unprepared(b, plain, &small, "small layer, new activation"),
+              "%s: re-prepared and unprepared runs differ after a new activation table", what);
+        CHECK(memcmp(before, small.main_out, n_out) != 0 && small.main_out[0] == 7 && small.main_out[n_out - 1] == 7,
+              "%s: the new activation table was not applied (%u)", what, small.main_out[0]);
+        free(before);
+    }
 
     /* a job prepare refuses: the same check as run_layer, nothing allocated */
     big.s.w = 600;
