@@ -42,7 +42,10 @@ struct okpu_kpu_backend {
     uint8_t *ram; /* the 2 MiB KPU RAM as the CPU sees it */
     int (*run_layer)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
     /* Called at load for every layer the model will run (NULL: nothing to prepare): a backend that needs working
-     * memory for a layer takes it here, so that running cannot fail for lack of memory. */
+     * memory for a layer takes it here, so that running cannot fail for lack of memory, and may keep what it computes
+     * from the job's weights and tables (the emulator keeps the w-offset terms and packed weights): a job whose
+     * weights, BN or activation bytes change is prepared again before it runs (the virtual board prepares before
+     * every run). */
     int (*prepare)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);
     /* The job's batches (job->batches >= 2), in any order or at once (NULL: the step runs them one after another). */
     int (*run_batches)(okpu_kpu_backend *self, const okpu_kpu_layer_job *job, okpu_error *err);

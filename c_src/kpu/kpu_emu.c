@@ -32,8 +32,6 @@ typedef struct w_terms {
     uint32_t *packed; /* 8-bit: every quad's packed weights (okpu_emu_pack_quad), or a 3x3 depthwise layer's six words
                        * per channel (okpu_emu_pack_dw3); packed_words of them */
     size_t packed_words;
-    const uint8_t *act;  /* (also in the key) the activation table, and its fast form (act_fill) */
-    emu_act_fast act_fast;
 } w_terms;
 
 typedef struct okpu_kpu_emu {
@@ -76,9 +74,8 @@ typedef struct okpu_kpu_emu {
  * LEGACY reader steps and a test driving the backend by hand do not) gets the same memory taken on that run:
  * run_layer prepares the job itself, which is the only allocation it can make.
  * Beside the block, prepare computes each layer's w-offset terms (one int64 per output channel: they depend only on
- * the weights and the layer's arguments) and its activation table's fast form (act_fill) once, kept until destroy and
- * counted in scratch_bytes; a layer no prepare covered computes them on each run (into the block's PART_W_TERM and
- * its job_run). */
+ * the weights and the layer's arguments) once, kept until destroy and counted in scratch_bytes; a layer no prepare
+ * covered computes them into the block's PART_W_TERM on each run. */
 
 enum {
     /* shared: written before the channels run, read by every worker */
@@ -392,29 +389,10 @@ static w_terms *w_terms_find(const okpu_kpu_emu *e, const okpu_kpu_layer_job *jo
             t->oc == a->out_channels &&
             t->g_ic == (a->depthwise ? 1u : a->in_channels) && t->kk == okpu_kpu_kernel_size(a) * okpu_kpu_kernel_size(a) &&
             t->arg_w == a->arg_w && t->shr_w == a->shr_w && t->arg_add == a->arg_add && t->arg_x == a->arg_x &&
-            t->shr_x == a->shr_x && t->act == job->act)
+            t->shr_x == a->shr_x)
             return t;
     }
     return NULL;
-}
-
-/* A layer's activation table decoded (*act) and in the form the fast rows read (*fast, 1.8 KiB). Every run computed
- * the fast form before its channels started (about 0.1 us a layer, with sixteen segments of divisions) into the
- * calling thread's frame, where every task on every thread then read it, each layer a fresh copy the other threads
- * fetched from the caller's cache. A layer a prepare covered now reads the one its w_terms entry keeps, computed at
- * prepare. The same code with and without, 30 alternating rounds of 60 two-thread passes: the face detector's median
- * 1.5% lower (faster in 25 rounds of 30), slim-320's and MobileNet's within noise. */
-static void act_fill(const uint8_t *raw, okpu_kpu_act *act, int *sorted, emu_act_fast *fast)
-{
-    int s;
-
-    okpu_kpu_act_decode(raw, act);
-    *sorted = 1;
-    for (s = 1; s < 16; s++)
-        if (act->x_start[s] < act->x_start[s - 1])
-            *sorted = 0;
-    if (fast)
-        okpu_emu_act_fast_init(act, *sorted, fast);
 }
 
 /* At most this many layers keep their terms (a virtual board running one model after another would otherwise grow
@@ -428,16 +406,13 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     const okpu_kpu_args *a = &job->args;
     const size_t bytes = (size_t)a->out_channels * sizeof(int64_t); /* out_channels <= 1024: okpu_kpu_args_check */
     w_terms *t = w_terms_find(e, job);
-    okpu_kpu_act act;
-    int sorted;
 
     if (t) {
         w_terms_fill(e, job, t->term);
         packed_fill(e, job, t);
-        act_fill(job->act, &act, &sorted, &t->act_fast);
         return OKPU_OK;
     }
-    if (e->wt_count >= W_TERMS_MAX || !job->weights || !job->act)
+    if (e->wt_count >= W_TERMS_MAX || !job->weights)
         return OKPU_OK;
     if (e->wt_count == e->wt_cap) {
         const size_t cap = e->wt_cap ? 2 * e->wt_cap : 32;
@@ -474,10 +449,8 @@ static int w_terms_prepare(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, okpu_
     t->arg_add = a->arg_add;
     t->arg_x = a->arg_x;
     t->shr_x = a->shr_x;
-    t->act = job->act;
     w_terms_fill(e, job, t->term);
     packed_fill(e, job, t);
-    act_fill(job->act, &act, &sorted, &t->act_fast);
     e->wt_count++;
     e->wt_bytes += bytes + t->packed_words * sizeof *t->packed;
     count_scratch(e);
@@ -1001,7 +974,6 @@ typedef struct job_run {
     channel_tasks T;
     uint32_t tasks; /* runs of channels, each T.bands tasks, and one more with T.side */
     uint32_t cut[TAPER_RUNS_MAX + 1u]; /* T.cut's table */
-    emu_act_fast act;                  /* S.act's, for a layer no prepare covered */
 } job_run;
 
 /* Make a ready job's layer (one map) ready to run its channels, into *R: with the block at `block`, split over `sets`
@@ -1019,6 +991,7 @@ static void setup_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *b
     channel_tasks *const T = &R->T;
     uint8_t *at[PART_COUNT], *next;
     uint64_t part[PART_COUNT], total;
+    uint32_t s;
     int i, k;
 
     (void)scratch_parts(e, a, sets, !out, job->layer, part, &total, NULL); /* (job_ready computed the same) */
@@ -1051,7 +1024,11 @@ static void setup_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *b
     L->weights = job->weights;
     L->bn_raw = job->bn;
     L->eight_bit = job->eight_bit;
-    act_fill(job->act, &L->act, &L->act_sorted, NULL);
+    okpu_kpu_act_decode(job->act, &L->act);
+    L->act_sorted = 1;
+    for (s = 1; s < 16; s++)
+        if (L->act.x_start[s] < L->act.x_start[s - 1])
+            L->act_sorted = 0;
     L->w = a->in_width;
     L->h = a->in_height;
     L->k = okpu_kpu_kernel_size(a);
@@ -1115,12 +1092,7 @@ static void setup_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *b
         S->packed = t ? t->packed : NULL;
         if (!L->folded) /* (folded: no x-offset term is computed, see okpu_emu_fold) */
             okpu_emu_x_table_fill(L, S);
-        if (t) {
-            S->act = &t->act_fast;
-        } else {
-            okpu_emu_act_fast_init(&L->act, L->act_sorted, &R->act);
-            S->act = &R->act;
-        }
+        okpu_emu_act_fast_init(&L->act, L->act_sorted, &S->act);
         T->S = S;
     }
     if (!T->load) {

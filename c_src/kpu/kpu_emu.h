@@ -160,7 +160,7 @@ typedef struct emu_shared {
     const uint32_t *pair_off; /* by quads: 2 x okpu_emu_pairs tap offsets (okpu_emu_pair_offsets) */
     const uint32_t *packed;   /* by quads: every quad's packed weights; 8-bit 3x3 depthwise: every channel's six
                                * words (okpu_emu_pack_dw3); NULL: each worker packs its own */
-    const emu_act_fast *act; /* the layer's activation table for the fast rows */
+    emu_act_fast act;       /* the layer's activation table for the fast rows */
 } emu_shared;
 
 /* One worker's buffers. */

@@ -596,7 +596,7 @@ static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, uint3
 {
     const int64_t w_const = S->w_const[oc] - L->acc_bias;
     const int64_t *x_term = L->folded ? NULL : L->a->depthwise ? W->x_term : S->x_term;
-    const int has_range = S->act->usable && R->count > 0 && R->span > R->x_first;
+    const int has_range = S->act.usable && R->count > 0 && R->span > R->x_first;
     int64_t lo = 0, hi = 0;
     okpu_kpu_bn bn;
     emu_bn_channel bc;
@@ -619,14 +619,14 @@ static void channel_finish(const emu_layer *L, uint32_t oc, const runs *R, uint3
     okpu_kpu_bn_decode(L->bn_raw + (size_t)oc * KPU_BN_ENTRY_BYTES, &bn);
     if (has_range)
         alu_range(L, a32, a64, x_term, R, w_const, &lo, &hi);
-    okpu_emu_bn_channel_init(L, S->act, &bn, has_range, lo, hi, &bc);
+    okpu_emu_bn_channel_init(L, &S->act, &bn, has_range, lo, hi, &bc);
     if (has_range) {
         const size_t npix = (size_t)R->count * ((R->span - R->x_first + R->x_step - 1) / R->x_step);
-        okpu_emu_bn_lut(L, S->act, &bc, W, npix, npix * W->share);
+        okpu_emu_bn_lut(L, &S->act, &bc, W, npix, npix * W->share);
     }
     for (r = 0; r < R->count; r++) {
         const size_t first = (size_t)r * R->row_step * L->w;
-        okpu_emu_bn_act_row(L, S->act, &bc, a32 ? a32 + r * R->acc_row : NULL, a64 ? a64 + r * R->acc_row : NULL,
+        okpu_emu_bn_act_row(L, &S->act, &bc, a32 ? a32 + r * R->acc_row : NULL, a64 ? a64 + r * R->acc_row : NULL,
                             x_term ? x_term + first : NULL, w_const, W->activated + first, R->x_first, R->span,
                             R->x_step);
     }

@@ -1028,7 +1028,7 @@ static void test_prepare(int reference)
           err.message);
     CHECK(same_as_unprepared(b, plain, &small, "small layer, new weights"),
           "%s: re-prepared and unprepared runs differ", what);
-    /* so with the activation table (the fast path keeps its fast form from prepare): every y to 7 */
+    /* so with the activation table: every y to 7 */
     {
         const size_t n_out = (size_t)small.s.ow * small.s.oh * small.s.oc;
         uint8_t *before = malloc(n_out), bias[16];
