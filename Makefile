@@ -231,7 +231,7 @@ ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c tests_host/c/mod
 # make fuzz-replay          replays tests_host/fuzz/corpus/<target>/ (every input that ever failed) through each
 #                           target, then fuzzes each briefly (FUZZ_REPLAY_SECONDS): part of make test.
 FUZZ_CC       ?= clang
-FUZZ_TARGETS  := fuzz_v3 fuzz_v4 fuzz_v5 fuzz_post
+FUZZ_TARGETS  := fuzz_v3 fuzz_v4 fuzz_v5 fuzz_post fuzz_emu_diff
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_FLAGS    := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ic_src
 FUZZ_SECONDS  ?= 60
@@ -241,7 +241,10 @@ FUZZ_HDR      := $(wildcard tests_host/fuzz/*.h)
 
 $(FUZZ_DIR)/%: tests_host/fuzz/%.c $(FUZZ_HDR) $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(FUZZ_DIR)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_EXTRA) -o $@ $< $(CORE_SRC) -lm
+
+# (the fast path split over worker threads against the reference path: the one target built with threads)
+$(FUZZ_DIR)/fuzz_emu_diff: FUZZ_EXTRA := $(THREADS)
 
 fuzz-build: $(FUZZ_BINS)
 

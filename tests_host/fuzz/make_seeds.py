@@ -6,11 +6,14 @@
   in-process with _kpu.Model wrapped to record each model it is given;
 - for fuzz_post: a few YOLO outputs and face vectors;
 - for fuzz_v5: small kmodel v5 files built here (v5_seed_models: a stackvm-only model and a stackvm + k210 model
-  with a KPU convolution, written from docs/kmodel-v5.md), the v5 files of the v5 tests, and the real v5 models.
+  with a KPU convolution, written from docs/kmodel-v5.md), the v5 files of the v5 tests, and the real v5 models;
+- for fuzz_emu_diff: every v3, v4 and v5 seed behind a first byte that picks the fast side's threads, split and SIMD
+  level (fuzz_emu_diff.c), taken from the model's hash so that the seeds cover every configuration.
 
-usage: python make_seeds.py OUT_DIR   (creates OUT_DIR/fuzz_v3, OUT_DIR/fuzz_v4, OUT_DIR/fuzz_v5, OUT_DIR/fuzz_post)
-       python make_seeds.py --corpus  (writes the hand-built v5 seeds into tests_host/fuzz/corpus/fuzz_v5: the
-                                       committed regression corpus starts from them)
+usage: python make_seeds.py OUT_DIR   (creates OUT_DIR/fuzz_v3, fuzz_v4, fuzz_v5, fuzz_post and fuzz_emu_diff)
+       python make_seeds.py --corpus  (writes the hand-built v5 seeds into tests_host/fuzz/corpus/fuzz_v5 and the
+                                       fuzz_emu_diff ones into tests_host/fuzz/corpus/fuzz_emu_diff: the committed
+                                       regression corpus starts from them)
 """
 import hashlib
 import pathlib
@@ -50,10 +53,19 @@ def writer_models(out: pathlib.Path) -> None:
     _kpu.Model = recording
     try:
         tests = [str(ROOT / "tests_host" / t) for t in ("test_v3_cpu_layers.py", "test_v4_ops.py", "test_v5_models.py",
-                                                           "test_malformed.py")]
+                                                           "test_malformed.py", "test_threads.py")]
         pytest.main(["-q", "-x", "-p", "no:cacheprovider", "-k", "not slow", *tests])
     finally:
         _kpu.Model = real
+
+
+def diff_seeds(out: pathlib.Path) -> None:
+    d = out / "fuzz_emu_diff"
+    d.mkdir(parents=True, exist_ok=True)
+    for t in ("fuzz_v3", "fuzz_v4", "fuzz_v5"):
+        for f in (out / t).glob("*"):
+            data = f.read_bytes()
+            (d / f.name).write_bytes(hashlib.sha1(data).digest()[:1] + data)
 
 
 def post_seeds(out: pathlib.Path) -> None:
@@ -289,17 +301,44 @@ def v5_regression_models():
                                                                 struct.pack("<if", 1, 1.0), [1 << 30, 0, 1 << 30])}
 
 
-def write_v5_corpus() -> None:
+def diff_corpus_models():
+    """Name -> bytes of the hand-built fuzz_emu_diff seeds: test_threads' models of the emulator's thread plans (a
+    pair of layers run as one hand-out, the same on a map whose channels share KPU RAM rows, a layer over its own
+    input, a pair whose middle layer also writes main memory, a side chain), each behind a first byte that picks a
+    different configuration of the fast side (fuzz_emu_diff.c: bit 0 three threads, bit 1 every layer split, bits 2-3
+    the SIMD level, bits 4-7 the partial run's length)."""
+    sys.path.insert(0, str(ROOT / "tests_host"))
+    import numpy as np
+    import test_threads
+
+    def pair(layout):
+        return test_threads._pair_model(np.random.default_rng(11), layout)[0]
+
+    def side_chain(layout):
+        return test_threads._side_chain_model(np.random.default_rng(7), layout)[0]
+
+    return {"diff_pair": b"\x00" + pair("pair"), "diff_pair_narrow_split_all": b"\x03" + pair("narrow"),
+            "diff_pair_in_place_c": b"\x0d" + pair("in_place"), "diff_pair_both_to_main_avx2": b"\x16" + pair("both_to_main"),
+            "diff_side_chain_sse41": b"\x29" + side_chain("chain"),
+            "diff_side_chain_head_writes_next_input": b"\x32" + side_chain("head_writes_next_input")}
+
+
+def write_corpus() -> None:
     d = ROOT / "tests_host" / "fuzz" / "corpus" / "fuzz_v5"
     d.mkdir(parents=True, exist_ok=True)
     for name, data in list(v5_seed_models().items()) + list(v5_regression_models().items()):
+        (d / name).write_bytes(data)
+        print(d / name, len(data), "bytes")
+    d = ROOT / "tests_host" / "fuzz" / "corpus" / "fuzz_emu_diff"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, data in diff_corpus_models().items():
         (d / name).write_bytes(data)
         print(d / name, len(data), "bytes")
 
 
 def main() -> int:
     if sys.argv[1:] == ["--corpus"]:
-        write_v5_corpus()
+        write_corpus()
         return 0
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -309,7 +348,8 @@ def main() -> int:
         save(out, data)
     post_seeds(out)
     writer_models(out)
-    for t in ("fuzz_v3", "fuzz_v4", "fuzz_v5", "fuzz_post"):
+    diff_seeds(out)
+    for t in ("fuzz_v3", "fuzz_v4", "fuzz_v5", "fuzz_post", "fuzz_emu_diff"):
         print(t, len(list((out / t).glob("*"))), "seeds")
     return 0
 
