@@ -30,7 +30,7 @@ help:
 	@echo "make setup         .venv with every test and tool dependency (requirements-dev.txt)"
 	@echo "make install       (re)install the package into .venv (C extension + KPU shim + host tools)"
 	@echo "make ctest         the C tests under ASan+UBSan (ctest-build: only build them; ctest-tsan: the worker"
-	@echo "                   pool and threaded emulator test under ThreadSanitizer, ~2 min)"
+	@echo "                   pool and threaded emulator test, and fuzz_emu_diff's corpus, under ThreadSanitizer, ~2 min)"
 	@echo "make core          the C core as a host static library (build/host/libokpu.a)"
 	@echo "make cross         compile the C core for rv64imafdc/lp64d with -Werror"
 	@echo "make mpy-check     KPU.py compiles with mpy-cross for rv64imc"
@@ -216,13 +216,18 @@ ctest: ctest-build
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
 
 # The worker pool and the threaded emulator (tests_host/c/test_workers.c) under ThreadSanitizer: no data race between
-# the workers. Not part of ctest (ASan and TSan do not mix, and it takes a couple of minutes).
+# the workers; then fuzz_emu_diff's corpus (TSAN_CORPUS: the committed one, or e.g. build/fuzz/corpus/fuzz_emu_diff
+# after make fuzz) replayed under it. Not part of ctest (ASan and TSan do not mix, and it takes a couple of minutes).
+TSAN_CORPUS ?= tests_host/fuzz/corpus/fuzz_emu_diff
 ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c tests_host/c/model_run.h tests_host/c/read_file.h \
-		tests_host/c/fill_input.h tests_host/c/counting_heap.h
+		tests_host/c/fill_input.h tests_host/c/counting_heap.h tests_host/fuzz/fuzz_emu_diff.c tests_host/fuzz/replay_main.c
 	@mkdir -p $(BUILD)/tsan
 	$(CC) $(CSTD) -fsanitize=thread -g -O1 $(THREADS) -Ic_src -o $(BUILD)/tsan/test_workers tests_host/c/test_workers.c \
 		$(CORE_SRC) -lm
 	$(BUILD)/tsan/test_workers
+	$(CC) $(CSTD) -fsanitize=thread -g -O1 $(THREADS) -Ic_src -o $(BUILD)/tsan/emu_diff_replay \
+		tests_host/fuzz/fuzz_emu_diff.c tests_host/fuzz/replay_main.c $(CORE_SRC) -lm
+	find $(TSAN_CORPUS) -type f -print0 | TSAN_OPTIONS=halt_on_error=1 xargs -0 -r $(BUILD)/tsan/emu_diff_replay
 
 # ---- Fuzzing (libFuzzer, clang; Debian: apt-get install clang libclang-rt-14-dev) ----------------------------------
 # make fuzz FUZZ_SECONDS=N  runs every target for N seconds each from seeds generated into build/fuzz/seeds (real
