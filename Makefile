@@ -227,7 +227,8 @@ ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c tests_host/c/mod
 	$(BUILD)/tsan/test_workers
 	$(CC) $(CSTD) -fsanitize=thread -g -O1 $(THREADS) -Ic_src -o $(BUILD)/tsan/emu_diff_replay \
 		tests_host/fuzz/fuzz_emu_diff.c tests_host/fuzz/replay_main.c $(CORE_SRC) -lm
-	find $(TSAN_CORPUS) -type f -print0 | TSAN_OPTIONS=halt_on_error=1 xargs -0 -r $(BUILD)/tsan/emu_diff_replay
+	@test -n "$$(find $(TSAN_CORPUS) -type f 2>/dev/null | head -1)" || { echo "ctest-tsan: no files in $(TSAN_CORPUS)"; exit 1; }
+	find $(TSAN_CORPUS) -type f -print0 | TSAN_OPTIONS="halt_on_error=1 $$TSAN_OPTIONS" xargs -0 $(BUILD)/tsan/emu_diff_replay
 
 # ---- Fuzzing (libFuzzer, clang; Debian: apt-get install clang libclang-rt-14-dev) ----------------------------------
 # make fuzz FUZZ_SECONDS=N  runs every target for N seconds each from seeds generated into build/fuzz/seeds (real
@@ -246,10 +247,11 @@ FUZZ_HDR      := $(wildcard tests_host/fuzz/*.h)
 
 $(FUZZ_DIR)/%: tests_host/fuzz/%.c $(FUZZ_HDR) $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(FUZZ_DIR)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_EXTRA) -o $@ $< $(CORE_SRC) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_TARGET_THREADS) -o $@ $< $(CORE_SRC) -lm
 
-# (the fast path split over worker threads against the reference path: the one target built with threads)
-$(FUZZ_DIR)/fuzz_emu_diff: FUZZ_EXTRA := $(THREADS)
+# (the fast path split over worker threads against the reference path: the one target built with threads; its
+# source refuses to build without them)
+$(FUZZ_DIR)/fuzz_emu_diff: FUZZ_TARGET_THREADS := $(THREADS)
 
 fuzz-build: $(FUZZ_BINS)
 

@@ -4,12 +4,15 @@
  * build has no threads), so the splits, pairs and side chains, and every SIMD level but the machine's best, see
  * malformed layer arguments only here.
  *
- * The first byte picks the fast side: 2 or 3 threads, every layer split one channel a task (OKPU_EMU_SPLIT_ALL) or
- * not, and the SIMD level (the machine's best, or AVX2, SSE4.1 or plain C, by the OKPU_EMU_NO_* variables); the rest
- * is a kmodel of any version. Both sides load it with the same options: both must refuse it with the same code, or
- * both load it, and then every run must end with the same code and, when it succeeds, the same output bytes and the
- * same 2 MiB of KPU RAM. Each side runs the full pass twice (the second starts from the first's KPU RAM, main memory
- * and forwarding state), then a partial run. Any difference aborts with what differed. */
+ * The first byte picks the fast side: bit 0, 2 or 3 threads; bit 1, every layer split one channel a task
+ * (OKPU_EMU_SPLIT_ALL, which also leaves no layer on one thread to run beside another: no side chains); bits 2-3, the
+ * SIMD level (the machine's best, or AVX2, SSE4.1 or plain C, by the OKPU_EMU_NO_* variables); bits 4-7, the length
+ * of the partial run. The rest is a kmodel of any version. Both sides load it with the same options but the thread
+ * count: both must refuse it with the same code, or both load it, and then each run must end with the same code on
+ * both and, when it succeeds, the same output bytes and the same 2 MiB of KPU RAM. Each side runs the full pass
+ * twice (the second starts from the first's KPU RAM, main memory and forwarding state), then a partial run; the
+ * first run that fails on both ends the comparison (the two may have stopped at different points of it). Any
+ * difference aborts with what differed. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 
 #include <stdint.h>
@@ -18,6 +21,10 @@
 #include <string.h>
 
 #include "okpu.h"
+
+#ifndef OKPU_HAVE_PTHREADS
+#error "fuzz_emu_diff compares a split fast path with the reference: build it with -DOKPU_HAVE_PTHREADS -pthread"
+#endif
 
 /* As fuzz_model.h's budget: small models run, larger ones stop at the budget check. */
 #define DIFF_MAX_WORK 2000000u
@@ -120,22 +127,37 @@ static void compare(const side *ref, const side *fast, const char *when)
     }
 }
 
-static int run(side *s, int n_layers)
+/* One run of n_layers (0: all) on each side, the fast one in its environment: the same status on both, and when it
+ * is OKPU_OK, the same bytes. Returns that status. */
+static int run_both(side *ref, side *fast, uint8_t cfg, int n_layers, const char *when)
 {
-    return okpu_model_run(s->m, n_layers, &s->err);
+    int cr, cf;
+
+    cr = okpu_model_run(ref->m, n_layers, &ref->err);
+    fast_env(cfg, 1);
+    cf = okpu_model_run(fast->m, n_layers, &fast->err);
+    fast_env(cfg, 0);
+    if (cr != cf) {
+        fprintf(stderr, "fuzz_emu_diff: %s: the status differs (reference %d, fast %d)\n", when, cr, cf);
+        abort();
+    }
+    if (cr == OKPU_OK)
+        compare(ref, fast, when);
+    return cr;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     side ref, fast;
     uint8_t cfg;
-    int cr, cf, layers, pass;
+    int layers;
 
     if (size < 9 || size > (8u << 20))
         return 0;
     cfg = data[0];
     data++, size--;
 
+    fast_env(cfg, 0); /* (the reference side's environment: none of the variables, whatever the shell set) */
     load(&ref, data, size, 1, 1);
     fast_env(cfg, 1);
     load(&fast, data, size, 0, 2 + (cfg & 1u));
@@ -147,28 +169,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fill_inputs(ref.m);
     fill_inputs(fast.m);
-    for (pass = 0; pass < 2; pass++) { /* (a model may write over its own input: the second pass reads that) */
-        cr = run(&ref, 0);
-        fast_env(cfg, 1);
-        cf = run(&fast, 0);
-        fast_env(cfg, 0);
-        if (cr != cf)
-            diff_die("the run's status differs (reference, fast)", cr, cf);
-        if (cr == OKPU_OK)
-            compare(&ref, &fast, pass ? "a second full run" : "a full run");
-    }
     layers = okpu_model_layer_count(ref.m);
-    if (layers > 1) {
-        const int n = 1 + (int)((cfg >> 4) % (unsigned)(layers - 1)); /* 1 .. layers - 1 */
-        cr = run(&ref, n);
-        fast_env(cfg, 1);
-        cf = run(&fast, n);
-        fast_env(cfg, 0);
-        if (cr != cf)
-            diff_die("a partial run's status differs (reference, fast)", cr, cf);
-        if (cr == OKPU_OK)
-            compare(&ref, &fast, "a partial run");
-    }
+    /* (the second pass: a model may write over its own input, and the fast side keeps forwarding state) */
+    if (run_both(&ref, &fast, cfg, 0, "a full run") == OKPU_OK &&
+        run_both(&ref, &fast, cfg, 0, "a second full run") == OKPU_OK && layers > 1)
+        (void)run_both(&ref, &fast, cfg, 1 + (int)((cfg >> 4) % (unsigned)(layers - 1)), /* 1 .. min(layers-1, 16) */
+                       "a partial run");
     okpu_model_free(ref.m);
     okpu_model_free(fast.m);
     return 0;

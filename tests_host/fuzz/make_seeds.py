@@ -13,7 +13,7 @@
 usage: python make_seeds.py OUT_DIR   (creates OUT_DIR/fuzz_v3, fuzz_v4, fuzz_v5, fuzz_post and fuzz_emu_diff)
        python make_seeds.py --corpus  (writes the hand-built v5 seeds into tests_host/fuzz/corpus/fuzz_v5 and the
                                        fuzz_emu_diff ones into tests_host/fuzz/corpus/fuzz_emu_diff: the committed
-                                       regression corpus starts from them)
+                                       regression corpus starts from them; needs the installed _kpu)
 """
 import hashlib
 import pathlib
@@ -302,11 +302,13 @@ def v5_regression_models():
 
 
 def diff_corpus_models():
-    """Name -> bytes of the hand-built fuzz_emu_diff seeds: test_threads' models of the emulator's thread plans (a
-    pair of layers run as one hand-out, the same on a map whose channels share KPU RAM rows, a layer over its own
-    input, a pair whose middle layer also writes main memory, a side chain), each behind a first byte that picks a
-    different configuration of the fast side (fuzz_emu_diff.c: bit 0 three threads, bit 1 every layer split, bits 2-3
-    the SIMD level, bits 4-7 the partial run's length)."""
+    """Name -> bytes of the hand-built fuzz_emu_diff seeds: test_threads' models of the emulator's thread plans, each
+    behind a first byte that picks a configuration of the fast side (fuzz_emu_diff.c: bit 0 three threads, bit 1 every
+    layer split, bits 2-3 the SIMD level, bits 4-7 the partial run's length): a pair of layers run as one hand-out
+    (its partial run stops inside the pair), the same on a map whose channels share KPU RAM rows with every layer
+    split, a layer over its own input and a pair refused for its two main-memory outputs (neither paired), a side
+    chain, and a head that writes the next layer's input (no side chain: they would meet). Needs the installed _kpu
+    (test_threads imports it)."""
     sys.path.insert(0, str(ROOT / "tests_host"))
     import numpy as np
     import test_threads
@@ -317,10 +319,12 @@ def diff_corpus_models():
     def side_chain(layout):
         return test_threads._side_chain_model(np.random.default_rng(7), layout)[0]
 
-    return {"diff_pair": b"\x00" + pair("pair"), "diff_pair_narrow_split_all": b"\x03" + pair("narrow"),
-            "diff_pair_in_place_c": b"\x0d" + pair("in_place"), "diff_pair_both_to_main_avx2": b"\x16" + pair("both_to_main"),
+    return {"diff_pair_partial_inside": b"\x10" + pair("pair"),
+            "diff_pair_narrow_split_all": b"\x03" + pair("narrow"),
+            "diff_in_place_c": b"\x0d" + pair("in_place"),
+            "diff_both_to_main_split_all_avx2": b"\x16" + pair("both_to_main"),
             "diff_side_chain_sse41": b"\x29" + side_chain("chain"),
-            "diff_side_chain_head_writes_next_input": b"\x32" + side_chain("head_writes_next_input")}
+            "diff_no_side_chain_head_writes_next_input_c": b"\x0c" + side_chain("head_writes_next_input")}
 
 
 def write_corpus() -> None:

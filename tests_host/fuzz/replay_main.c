@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A fuzz target without libFuzzer: runs LLVMFuzzerTestOneInput once on each file named on the command line, so a
- * target can be replayed under a sanitizer libFuzzer does not combine with (ThreadSanitizer: the fuzzer's coverage
- * counters, written by every thread, would be its races). A file that cannot be read is skipped (a running fuzzer
- * may remove corpus entries it has reduced). */
+ * target can be replayed under a sanitizer libFuzzer does not combine with: built with -fsanitize=fuzzer,thread,
+ * fuzz_emu_diff's workers reported races on the coverage counters (globals beside __TMC_END__) that every thread
+ * writes. A file that cannot be read is skipped (a running fuzzer may remove corpus entries it has reduced). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
