@@ -220,7 +220,8 @@ ctest: ctest-build
 # after make fuzz) replayed under it. Not part of ctest (ASan and TSan do not mix, and it takes a couple of minutes).
 TSAN_CORPUS ?= tests_host/fuzz/corpus/fuzz_emu_diff
 ctest-tsan: $(CORE_SRC) $(CORE_HDR) tests_host/c/test_workers.c tests_host/c/model_run.h tests_host/c/read_file.h \
-		tests_host/c/fill_input.h tests_host/c/counting_heap.h tests_host/fuzz/fuzz_emu_diff.c tests_host/fuzz/replay_main.c
+		tests_host/c/fill_input.h tests_host/c/counting_heap.h tests_host/fuzz/fuzz_emu_diff.c tests_host/fuzz/fuzz_inputs.h \
+		tests_host/fuzz/replay_main.c
 	@mkdir -p $(BUILD)/tsan
 	$(CC) $(CSTD) -fsanitize=thread -g -O1 $(THREADS) -Ic_src -o $(BUILD)/tsan/test_workers tests_host/c/test_workers.c \
 		$(CORE_SRC) -lm

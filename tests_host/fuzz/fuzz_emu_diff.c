@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_inputs.h"
 #include "okpu.h"
 
 #ifndef OKPU_HAVE_PTHREADS
@@ -74,27 +75,6 @@ static void load(side *s, const uint8_t *model, size_t size, int reference, int 
     s->m = okpu_model_load(model, size, &o, &s->err);
     unsetenv("OKPU_EMU_REFERENCE");
     s->code = s->m ? OKPU_OK : s->err.code;
-}
-
-/* Every input the same pattern on both sides (small finite floats for float inputs). */
-static void fill_inputs(okpu_model *m)
-{
-    static uint8_t buf[4u << 20];
-    int i, n = okpu_model_input_count(m);
-
-    for (i = 0; i < n; i++) {
-        okpu_tensor t;
-        okpu_error err;
-        size_t k;
-        if (okpu_model_input(m, i, &t) != OKPU_OK || t.bytes > sizeof buf)
-            continue;
-        for (k = 0; k < t.bytes; k++)
-            buf[k] = (uint8_t)(k * 37u + 11u);
-        if (t.dtype == OKPU_DTYPE_F32)
-            for (k = 0; k + 4 <= t.bytes; k += 4)
-                buf[k + 3] = 0x3F, buf[k + 2] &= 0x7F;
-        (void)okpu_model_set_input(m, i, buf, t.bytes, &err);
-    }
 }
 
 /* The same outputs, byte for byte, and the same KPU RAM. */
@@ -167,8 +147,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!ref.m)
         return 0;
 
-    fill_inputs(ref.m);
-    fill_inputs(fast.m);
+    fz_fill_inputs(ref.m);
+    fz_fill_inputs(fast.m);
     layers = okpu_model_layer_count(ref.m);
     /* (the second pass: a model may write over its own input, and the fast side keeps forwarding state) */
     if (run_both(&ref, &fast, cfg, 0, "a full run") == OKPU_OK &&

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fuzz_alloc.h"
+#include "fuzz_inputs.h"
 
 /* Work budget for the fuzzer: small models run, larger ones still parse every layer and stop at the budget check
  * (keeps executions fast; the real models are 10^6-10^9). */
@@ -33,20 +34,7 @@ static void fz_model(const uint8_t *data, size_t size)
         fz_check_leaks(&fz_state);
         return;
     }
-    n = okpu_model_input_count(m);
-    for (i = 0; i < n; i++) {
-        okpu_tensor t;
-        static uint8_t buf[4u << 20];
-        size_t k;
-        if (okpu_model_input(m, i, &t) != OKPU_OK || t.bytes > sizeof buf)
-            continue;
-        for (k = 0; k < t.bytes; k++)
-            buf[k] = (uint8_t)(k * 37u + 11u);
-        if (t.dtype == OKPU_DTYPE_F32)
-            for (k = 0; k + 4 <= t.bytes; k += 4) /* small finite floats */
-                buf[k + 3] = 0x3F, buf[k + 2] &= 0x7F;
-        (void)okpu_model_set_input(m, i, buf, t.bytes, &err);
-    }
+    fz_fill_inputs(m);
     if (okpu_model_run(m, 0, &err) == OKPU_OK) {
         n = okpu_model_output_count(m);
         for (i = 0; i < n; i++) {
