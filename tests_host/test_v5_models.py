@@ -319,15 +319,21 @@ def test_softmax_matches_numpy():
     assert np.allclose(got.sum(axis=1), 1.0, atol=1e-6)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((2, 3, 4), (3, 1)), ((2, 3, 4), (2, 3, 4)), ((3, 1), (2, 3, 4)),
+                                              ((2, 1, 4), (3, 1))])
 @pytest.mark.parametrize("op", range(6))
-def test_binary_broadcast_matches_numpy(op):
-    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
-    b = (RNG.standard_normal((3, 1)) + 0.1).astype(np.float32)
+def test_binary_broadcast_matches_numpy(op, a_shape, b_shape):
+    """Each kind of last-axis steps the kernel has a loop for (a dense, b one value; both dense; a one value, b dense)
+    and the general walk (a broadcast on a middle axis)."""
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    b = (RNG.standard_normal(b_shape) + 0.1).astype(np.float32)
     want = [np.add, np.subtract, np.multiply, np.divide, np.minimum, np.maximum][op](a, b).astype(np.float32)
     want = np.clip(want, np.float32(-2), np.float32(3))
+    assert want.shape == (2, 3, 4)
     c = Code()
     c.lea(0, 0), c.lea(0, a.nbytes), c.lea(1, 0)
-    c.shape(0, [2, 3, 4]), c.shape(1, strides([2, 3, 4])), c.shape(2, [3, 1]), c.shape(3, [1, 1])
+    c.shape(0, list(a_shape)), c.shape(1, strides(list(a_shape))), c.shape(2, list(b_shape))
+    c.shape(3, strides(list(b_shape)))
     c.shape(4, [2, 3, 4]), c.shape(5, strides([2, 3, 4]))
     c.tensor(0x01, bytes([F32, 0, 1, 2, 3, 4, 5, op]) + struct.pack("<2f", -2, 3))
     data = v5_file(c.b, F32, [a.size + b.size], F32, [2, 3, 4])
@@ -470,6 +476,24 @@ def test_convert_casts_like_c(src, dst):
     lo, hi = {U8: (0, 255), I8: (-128, 127), F32: (-1e30, 1e30)}[dst]
     ok = (np.trunc(x.astype(np.float64)) >= lo) & (np.trunc(x.astype(np.float64)) <= hi)
     assert np.array_equal(out_array(raw, dst, (8,))[ok], want[ok])
+
+
+@pytest.mark.parametrize("dt", [F32, U8, I8])
+def test_convert_to_its_own_type_copies_the_bytes(dt):
+    """A CONVERT to the same type is nncase's static_cast to that type: every element's bytes, a signalling NaN, a
+    NaN's payload and -0.0 included."""
+    if dt == F32:
+        x = np.array([0x7F800001, 0x7FC01234, 0xFFC00000, 0x80000000, 0x7F800000, 0x3F800000, 0xC2C80000, 1],
+                     np.uint32).view(np.float32)
+    else:
+        x = np.array([0, 1, 7, 127, 128, 200, 255, 3], np.uint8).astype(NP[dt])
+    c = Code()
+    c.lea(0, 0), c.lea(1, 0)
+    c.shape(0, [8]), c.shape(1, [1]), c.shape(2, [1])
+    c.tensor(0x08, bytes([dt, dt, 0, 1, 2]))
+    io = {F32: F32, U8: U8, I8: U8}
+    _, raw = run(v5_file(c.b, io[dt], [8], io[dt], [8]), x)
+    assert bytes(raw) == x.tobytes()
 
 
 def test_convert_split_among_threads():
