@@ -654,12 +654,11 @@ void okpu_v5_k_convert(const okpu_v5_convert_args *args)
         okpu_v5_k_copy(&c);
         return;
     }
-    /* the walk with the types constant where they usually are, so that cv_load's and cv_store's switches fold */
+    /* u8 to f32 (an image input) with the types constant, so that cv_load's and cv_store's switches fold: 1M elements
+     * 1.9 to 0.8-1.4 ms. f32 to u8 so specialised measured within noise, and walks as the other pairs do. */
 #define CONVERT_WALK(IN, OUT) ND_WALK(&a->nd, cv_store(a->dst + di_ * oe, OUT, cv_load(a->src + si_ * ie, IN)))
     if (a->in_dt == OKPU_V5_DT_U8 && a->out_dt == OKPU_V5_DT_F32)
         CONVERT_WALK(OKPU_V5_DT_U8, OKPU_V5_DT_F32);
-    else if (a->in_dt == OKPU_V5_DT_F32 && a->out_dt == OKPU_V5_DT_U8)
-        CONVERT_WALK(OKPU_V5_DT_F32, OKPU_V5_DT_U8);
     else
         CONVERT_WALK(a->in_dt, a->out_dt);
 #undef CONVERT_WALK
