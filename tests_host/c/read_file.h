@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Whole-file reader shared by the C test tools (okpu_run, test_kpu_k210). Reads until EOF instead of seeking, so
- * pipes and devices work too. Returns NULL if the file cannot be opened or memory runs out; an empty file gives a
- * 1-byte buffer and *size 0. The caller frees. */
+/* Whole-file reader shared by the C test tools (okpu_run, test_kpu_k210, the fuzz replay driver). Reads until EOF
+ * instead of seeking, so pipes and devices work too. Returns NULL if the file cannot be opened or memory runs out; an
+ * empty file gives a 1-byte buffer and *size 0. The caller frees. */
 #ifndef OKPU_TEST_READ_FILE_H
 #define OKPU_TEST_READ_FILE_H
 

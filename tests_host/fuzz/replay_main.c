@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../c/read_file.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int main(int argc, char **argv)
@@ -14,22 +16,13 @@ int main(int argc, char **argv)
     int i, ran = 0;
 
     for (i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        long n;
-        uint8_t *buf;
-        if (!f)
+        size_t n;
+        unsigned char *buf = read_file(argv[i], &n);
+        if (!buf)
             continue;
-        if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-            !(buf = malloc(n ? (size_t)n : 1u))) {
-            fclose(f);
-            continue;
-        }
-        if (fread(buf, 1, (size_t)n, f) == (size_t)n) {
-            LLVMFuzzerTestOneInput(buf, (size_t)n);
-            ran++;
-        }
+        LLVMFuzzerTestOneInput(buf, n);
+        ran++;
         free(buf);
-        fclose(f);
     }
     printf("replayed %d of %d files\n", ran, argc - 1);
     return 0;
