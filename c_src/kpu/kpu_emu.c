@@ -208,7 +208,7 @@ static int scratch_parts(const okpu_kpu_emu *e, const okpu_kpu_args *a, int sets
             part[PART_PACK] = 4u * pairs * sizeof(uint32_t);
         }
         part[PART_W_TERM] = (uint64_t)a->out_channels * sizeof(int64_t);
-        part[PART_LUT] = EMU_LUT_MAX;
+        part[PART_LUT] = EMU_LUT_MAX + EMU_LUT_SLACK;
     }
     *total = 0;
     for (i = 0; i < PART_COUNT && !bad; i++) {

@@ -181,6 +181,7 @@ typedef struct emu_worker {
 /* Entries of a worker's activation table: real layers' y ranges (floor(alu * norm_mul / 2^norm_shift) + norm_add)
  * span a few thousand values when the table pays off at all. */
 #define EMU_LUT_MAX 65536u
+#define EMU_LUT_SLACK 3u /* bytes after the table's last entry: lut_row_avx512 reads four bytes at an entry */
 
 void okpu_emu_x_table_fill(const emu_layer *L, emu_shared *S);
 /* The x-offset plane of a non-depthwise layer: x[p] += the terms of input channels [first, end), then

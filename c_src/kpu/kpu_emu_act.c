@@ -571,6 +571,42 @@ __attribute__((target("avx2"))) static size_t lut_row_avx2(const uint32_t *a32, 
 }
 #endif
 
+#ifdef EMU_AVX2
+/* lut_row_avx2 sixteen values a step with AVX-512 F: the same indices, eight to a register, narrowed to int32 (they
+ * are below EMU_LUT_MAX) and looked up by one gather of sixteen four-byte words whose low bytes are the entries (the
+ * table has EMU_LUT_SLACK bytes after its last entry for the other three). Returns how many it did (a multiple of
+ * 16). */
+__attribute__((target("avx512f"))) static size_t lut_row_avx512(const uint32_t *a32, const uint64_t *a64,
+                                                               const int64_t *xt, int64_t w_const, uint8_t *out,
+                                                               size_t n, const emu_bn_channel *c)
+{
+    const __m512i wc = _mm512_set1_epi64(w_const), mul = _mm512_set1_epi64(c->mul),
+                  bias = _mm512_set1_epi64((int64_t)FLOOR_BIAS);
+    const __m512i k = _mm512_set1_epi64((int64_t)(FLOOR_BIAS >> c->shift) - (c->add - c->lut_lo));
+    const __m128i shr = _mm_cvtsi32_si128((int)c->shift);
+    __m256i idx[2];
+    size_t x = 0;
+    int h;
+
+    for (; x + 16 <= n; x += 16) {
+        for (h = 0; h < 2; h++) {
+            const size_t at = x + 8 * (size_t)h;
+            __m512i alu = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + at)))
+                              : _mm512_loadu_si512((const void *)(a64 + at));
+            if (xt)
+                alu = _mm512_add_epi64(alu, _mm512_loadu_si512((const void *)(xt + at)));
+            alu = _mm512_add_epi64(alu, wc);
+            idx[h] = _mm512_cvtepi64_epi32(
+                _mm512_sub_epi64(_mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epi32(alu, mul), bias), shr), k));
+        }
+        _mm_storeu_si128((__m128i *)(void *)(out + x),
+                         _mm512_cvtepi32_epi8(_mm512_i32gather_epi32(
+                             _mm512_inserti64x4(_mm512_castsi256_si512(idx[0]), idx[1], 1), (const void *)c->lut, 1)));
+    }
+    return x;
+}
+#endif
+
 void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const okpu_kpu_bn *bn, int has_range,
                               int64_t lo, int64_t hi, emu_bn_channel *c)
 {
@@ -626,6 +662,9 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
         const uint8_t *t = c->lut;
         const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
 #ifdef EMU_AVX2
+        if (L->avx512 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
+            x += lut_row_avx512(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x,
+                                end - x, c);
         if (L->avx2 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
             x += lut_row_avx2(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c);
 #endif
