@@ -109,6 +109,7 @@ typedef struct emu_act_fast {
      * y_mul stays below 2^61 (the int64 path) and below 2^52 (the double path), INT64_MAX when y_mul = 0; 2^-s and
      * 2^-(s-1) (2 for s = 0) as doubles */
     int64_t fast_d_max[16], exact_d_max[16];
+    int64_t y_fast_lo, y_fast_hi; /* the int64 path's y bounds over every segment (see okpu_emu_act_fast_init) */
     double sc[16], sc1[16];
 } emu_act_fast;
 

@@ -19,9 +19,14 @@
 #define EXACT_LIMIT ((int64_t)1 << 52) /* the double path's bound (bn_vec_init) */
 #define FLOOR_BIAS ((uint64_t)1 << 62)
 
-static double pow2_neg(unsigned s) /* 2^-s, exact for s <= 62 */
+/* 2^-s for s <= 62, built from its exponent bits (a division here was a fifth of a channel's setup) */
+static double pow2_neg(unsigned s)
 {
-    return 1.0 / (double)((uint64_t)1 << s);
+    const uint64_t bits = (uint64_t)(1023u - s) << 52;
+    double d;
+
+    memcpy(&d, &bits, sizeof d);
+    return d;
 }
 
 /* floor(v / 2^s) for |v| < 2^62 and s <= 62: v + 2^62 is in [0, 2^63) and 2^62 is a multiple of 2^s. */
@@ -60,12 +65,17 @@ void okpu_emu_act_fast_init(const okpu_kpu_act *act, int act_sorted, emu_act_fas
             f->sc1[i] = s == 0u ? 2.0 : s <= 63u ? pow2_neg(s - 1u) : 0.0;
         }
     }
-}
-
-static int64_t abs_diff_max(int64_t lo, int64_t hi, int64_t v)
-{
-    int64_t a = lo > v ? lo - v : v - lo, b = hi > v ? hi - v : v - hi;
-    return a > b ? a : b;
+    /* bn_fast_init's bound on every segment at once: |y - x_start[i]| <= fast_d_max[i] for all i and every y of
+     * [ylo, yhi] exactly when ylo >= x_start[i] - fast_d_max[i] and yhi <= x_start[i] + fast_d_max[i] for all i
+     * (computed saturating: fast_d_max is INT64_MAX for y_mul = 0) */
+    f->y_fast_lo = INT64_MIN;
+    f->y_fast_hi = INT64_MAX;
+    for (i = 0; i < 16; i++) {
+        const int64_t v = f->x_start[i], d = f->fast_d_max[i];
+        const int64_t lo = v < INT64_MIN + d ? INT64_MIN : v - d, hi = v > INT64_MAX - d ? INT64_MAX : v + d;
+        f->y_fast_lo = lo > f->y_fast_lo ? lo : f->y_fast_lo;
+        f->y_fast_hi = hi < f->y_fast_hi ? hi : f->y_fast_hi;
+    }
 }
 
 /* Decide whether the channel with BN `bn` and alu in [lo, hi] can use bn_act_fast. */
@@ -85,9 +95,8 @@ static void bn_fast_init(const okpu_kpu_bn *bn, const emu_act_fast *af, int64_t 
     y1 = floor_shift(hi * f->mul, f->shift) + f->add;
     ylo = y0 < y1 ? y0 : y1; /* floor(alu * m / 2^s) is monotone in alu */
     yhi = y0 < y1 ? y1 : y0;
-    for (i = 0; i < 16; i++)
-        if (abs_diff_max(ylo, yhi, af->x_start[i]) > af->fast_d_max[i]) /* (the difference < 2^60 + 2^31 + 2^35) */
-            return;
+    if (ylo < af->y_fast_lo || yhi > af->y_fast_hi) /* (some |y - x_start[i]| * |y_mul[i]| would reach 2^61) */
+        return;
     /* Segments are chosen by y > x_start (sorted): every y in [ylo, yhi] takes one of first..last. */
     f->first = 0;
     last = 0;
@@ -271,6 +280,12 @@ void okpu_emu_bn_lut(const emu_layer *L, const emu_act_fast *A, emu_bn_channel *
 #ifdef EMU_SSE41
 #include <smmintrin.h>
 
+
+static int64_t abs_diff_max(int64_t lo, int64_t hi, int64_t v)
+{
+    int64_t a = lo > v ? lo - v : v - lo, b = hi > v ? hi - v : v - hi;
+    return a > b ? a : b;
+}
 
 static void bn_vec_init(const emu_act_fast *A, emu_bn_channel *c, int max_seg)
 {
@@ -610,8 +625,13 @@ __attribute__((target("avx512f"))) static size_t lut_row_avx512(const uint32_t *
 void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const okpu_kpu_bn *bn, int has_range,
                               int64_t lo, int64_t hi, emu_bn_channel *c)
 {
-    memset(c, 0, sizeof *c);
+    /* the fields each path reads are set by the init that enables it (not a memset of the ~1 KB of tables: a
+     * tenth of the setup's time) */
     c->bn = bn;
+    c->usable = 0;
+    c->vec = 0;
+    c->nseg = 0;
+    c->lut = NULL;
     /* nncase 1.x's rounding (OKPU_ROUND_NNCASE1) has no fast form: the exact okpu_emu_bn_act runs */
     if (A->usable && has_range && L->round != OKPU_ROUND_NNCASE1)
         bn_fast_init(bn, A, lo, hi, c);

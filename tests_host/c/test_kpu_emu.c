@@ -820,6 +820,68 @@ static void random_layer(test_layer *t, int extreme, int narrow)
     pack_act(t->act, xs, ym, sh, bi);
 }
 
+/* Batch norm near the int64 path's bound: y = alu * norm_mul (shift 0) near 2^41-2^48 and an activation slope of
+ * 32767, so (y - x_start) * y_mul runs from 2^56 past 2^63, across the 2^61 below which the fast path may take the
+ * int64 arithmetic (okpu_emu_act_fast_init's y bounds); past it the fast path must give the reference's bytes all the
+ * same. The shift 56 keeps the bytes of the values in range away from 0 and 255. */
+static void test_bn_near_int64_bound(void)
+{
+    static const okpu_round_mode rounds[] = {OKPU_ROUND_HALF_EVEN, OKPU_ROUND_HALF_UP, OKPU_ROUND_SDK_CARRY};
+    int64_t xs[16];
+    int32_t ym[16];
+    unsigned sh[16];
+    uint8_t bi[16], *out[2];
+    size_t n, i;
+    int r, reference;
+    test_layer t;
+
+    tiny_layer(&t, 16, 4, 1, 16, 0, 0, 1);
+    n = (size_t)t.s.ow * t.s.oh * t.s.oc;
+    for (i = 0; i < 64; i++)
+        t.input[i] = (uint8_t)(i * 37u + 11u);
+    for (i = 0; i < 16; i++) {
+        /* alu = x * w + arg_add, 2^25 to 2^25 + 65025; mul halves every second channel, the odd ones negative */
+        const int32_t mul = (int32_t)(8388607 >> (i / 2u));
+        t.weights[i] = (uint8_t)(1u + i * 16u);
+        pack_bn(t.bn + 8 * i, i % 2 ? -mul : mul, (int32_t)(i * 1000u), 0);
+        xs[i] = i == 0 ? -((int64_t)1 << 35) : -((int64_t)1 << 34) + (int64_t)i * ((int64_t)1 << 31);
+        ym[i] = i % 3 ? 32767 : -32768;
+        sh[i] = 56;
+        bi[i] = (uint8_t)(i * 16u);
+    }
+    t.s.arg_add = (int64_t)1 << 25;
+    pack_args(&t.s, t.raw);
+    pack_act(t.act, xs, ym, sh, bi);
+    for (r = 0; r < 3; r++) {
+        char what[96];
+        snprintf(what, sizeof what, "batch norm near the int64 bound (rounding %d)", (int)rounds[r]);
+        for (reference = 0; reference < 2; reference++) {
+            okpu_kpu_backend *b = make_emu(OKPU_CONV_OFFSET_PER_CHANNEL, rounds[r], OKPU_MEAN_BORDER_REPLICATE,
+                                           reference);
+            out[reference] = malloc(n);
+            if (run_on(b, &t, what) == OKPU_OK)
+                memcpy(out[reference], t.main_out, n);
+            else
+                memset(out[reference], reference, n);
+            b->destroy(b);
+        }
+        CHECK(memcmp(out[0], out[1], n) == 0, "%s: fast and reference paths differ", what);
+        {
+            /* (the layer is not degenerate: its channels give different bytes) */
+            unsigned char seen[256] = {0};
+            unsigned distinct = 0;
+            for (i = 0; i < n; i++) {
+                distinct += !seen[out[1][i]];
+                seen[out[1][i]] = 1;
+            }
+            CHECK(distinct >= 8, "%s: only %u different output bytes", what, distinct);
+        }
+        free(out[0]);
+        free(out[1]);
+    }
+    layer_free(&t);
+}
+
 /* saturation: check that the layers' outputs are not mostly clamped (the generator's property, checked once per kind) */
 static void test_fast_vs_reference(int count, int narrow, int saturation)
 {
@@ -1385,17 +1447,21 @@ int main(void)
     test_model_allocations();
     test_side_chain_fallback();
     test_timed_runs();
+    test_bn_near_int64_bound();
     test_fast_vs_reference(400, 0, 1);
     test_fast_vs_reference(200, 1, 1);
     /* the fast path again without the AVX-512 code, without the AVX2 code, then without SSE4.1 too (the emulator
      * reads these at create; on a CPU without them, or off x86-64, this repeats the same paths) */
     setenv("OKPU_EMU_NO_AVX512", "1", 1);
+    test_bn_near_int64_bound();
     test_fast_vs_reference(200, 0, 0);
     test_fast_vs_reference(100, 1, 0);
     setenv("OKPU_EMU_NO_AVX2", "1", 1);
+    test_bn_near_int64_bound();
     test_fast_vs_reference(200, 0, 0);
     test_fast_vs_reference(100, 1, 0);
     setenv("OKPU_EMU_NO_SSE41", "1", 1);
+    test_bn_near_int64_bound();
     test_fast_vs_reference(200, 0, 0);
     test_fast_vs_reference(100, 1, 0);
     return ctest_summary();
