@@ -428,14 +428,11 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
 /* bn_row_avx2 sixteen values at a time with AVX-512 (F and DQ, checked at run time): the same double operations on
  * eight lanes, the conversions direct (uint32 to int64, then vcvtqq2pd: exact below 2^53), the segment choice by
  * compare masks, the bytes by vpmovdb. */
-__attribute__((target("avx512f,avx512dq"))) static inline __m256i bn8_avx512(__m512i alu_i, const emu_bn_channel *V,
+/* (y: floor(alu * norm_mul / 2^norm_shift) + norm_add, exact) */
+__attribute__((target("avx512f,avx512dq"))) static inline __m256i bn8_avx512(__m512d y, const emu_bn_channel *V,
                                                                             const double *f, okpu_round_mode mode)
 {
     const __m512d zero = _mm512_setzero_pd(), top = _mm512_set1_pd(255.0), half = _mm512_set1_pd(0.5);
-    const __m512d alu = _mm512_cvtepi64_pd(alu_i);
-    const __m512d y = _mm512_add_pd(_mm512_roundscale_pd(_mm512_mul_pd(alu, _mm512_set1_pd(V->vmul)),
-                                                         _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
-                                    _mm512_set1_pd(V->vadd));
     __m512d xs = _mm512_set1_pd(V->xs[0]), fm = _mm512_set1_pd(f[0]), bias = _mm512_set1_pd(V->vbias[0]), d, r;
     int j;
 
@@ -482,11 +479,35 @@ __attribute__((target("avx512f,avx512dq"))) static size_t bn_row_avx512(const ui
                                                                        okpu_round_mode mode)
 {
     const __m512i wc = _mm512_set1_epi64(w_const);
+    const __m512d vmul = _mm512_set1_pd(V->vmul);
     const double *f = mode == OKPU_ROUND_SDK_CARRY ? V->ymsc1 : V->ymsc;
+    const __m512d vadd = _mm512_set1_pd(V->vadd);
+    const int64_t m = V->mul < 0 ? -V->mul : V->mul, wabs = w_const < 0 ? -w_const : w_const;
+    const int64_t aabs = V->add < 0 ? -V->add : V->add, lim = ((int64_t)1 << 53) - 1;
+    /* The 8-bit accumulators alone (nncase's layers: no x-offset plane): y = floor(acc * vmul + k) with
+     * k = (w_const * norm_mul + norm_add * 2^norm_shift) / 2^norm_shift, one fused multiply-add from the uint32
+     * converted straight to double. Exact: the product is exact inside the FMA, k is a double when its numerator is
+     * below 2^53, and the exact sum, (alu * norm_mul + norm_add * 2^norm_shift) / 2^norm_shift, is one too
+     * (bn_vec_init bounds |alu * norm_mul| below 2^52; |norm_add| < 2^31, norm_shift <= 15), so the FMA's one rounding
+     * changes nothing and floor(t + norm_add) = floor(t) + norm_add. */
+    const int fused = a32 && !xt && V->shift <= 15u && aabs < ((int64_t)1 << 31) &&
+                      (m == 0 || wabs <= lim / m) && wabs * m <= lim - (aabs << V->shift);
+    const __m512d k = _mm512_set1_pd(fused ? (double)(w_const * V->mul + V->add * ((int64_t)1 << V->shift)) * pow2_neg(V->shift)
+                                           : 0.0);
     __m256i q[2];
     size_t x = 0;
     int h;
 
+    for (; fused && x + 16 <= n; x += 16) {
+        for (h = 0; h < 2; h++) {
+            const __m512d acc = _mm512_cvtepu32_pd(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + x + 8 * (size_t)h)));
+            q[h] = bn8_avx512(
+                _mm512_roundscale_pd(_mm512_fmadd_pd(acc, vmul, k), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), V, f,
+                mode);
+        }
+        _mm_storeu_si128((__m128i *)(void *)(out + x),
+                         _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1)));
+    }
     for (; x + 16 <= n; x += 16) {
         for (h = 0; h < 2; h++) {
             const size_t at = x + 8 * (size_t)h;
@@ -494,7 +515,10 @@ __attribute__((target("avx512f,avx512dq"))) static size_t bn_row_avx512(const ui
                               : _mm512_loadu_si512((const void *)(a64 + at));
             if (xt)
                 alu = _mm512_add_epi64(alu, _mm512_loadu_si512((const void *)(xt + at)));
-            q[h] = bn8_avx512(_mm512_add_epi64(alu, wc), V, f, mode);
+            q[h] = bn8_avx512(_mm512_add_pd(_mm512_roundscale_pd(_mm512_mul_pd(_mm512_cvtepi64_pd(_mm512_add_epi64(alu, wc)), vmul),
+                                                                 _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
+                                            vadd),
+                              V, f, mode);
         }
         _mm_storeu_si128((__m128i *)(void *)(out + x),
                          _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1)));
