@@ -428,6 +428,15 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
 /* bn_row_avx2 sixteen values at a time with AVX-512 (F and DQ, checked at run time): the same double operations on
  * eight lanes, the conversions direct (uint32 to int64, then vcvtqq2pd: exact below 2^53), the segment choice by
  * compare masks, the bytes by vpmovdb. */
+/* Eight accumulators from x as int64 (a32: 8-bit mode, else a64), plus their x-offset terms when xt is not NULL. */
+__attribute__((target("avx512f"))) static inline __m512i acc8_avx512(const uint32_t *a32, const uint64_t *a64,
+                                                                    const int64_t *xt, size_t x)
+{
+    const __m512i acc = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + x)))
+                            : _mm512_loadu_si512((const void *)(a64 + x));
+    return xt ? _mm512_add_epi64(acc, _mm512_loadu_si512((const void *)(xt + x))) : acc;
+}
+
 /* (y: floor(alu * norm_mul / 2^norm_shift) + norm_add, exact) */
 __attribute__((target("avx512f,avx512dq"))) static inline __m256i bn8_avx512(__m512d y, const emu_bn_channel *V,
                                                                             const double *f, okpu_round_mode mode)
@@ -492,15 +501,16 @@ __attribute__((target("avx512f,avx512dq"))) static size_t bn_row_avx512(const ui
      * changes nothing and floor(t + norm_add) = floor(t) + norm_add. */
     const int fused = a32 && !xt && V->shift <= 15u && aabs < ((int64_t)1 << 31) &&
                       (m == 0 || wabs <= lim / m) && wabs * m <= lim - (aabs << V->shift);
-    const __m512d k = _mm512_set1_pd(fused ? (double)(w_const * V->mul + V->add * ((int64_t)1 << V->shift)) * pow2_neg(V->shift)
-                                           : 0.0);
+    const double k_num = fused ? (double)(w_const * V->mul + V->add * ((int64_t)1 << V->shift)) : 0.0;
+    const __m512d k = _mm512_set1_pd(k_num * pow2_neg(V->shift));
     __m256i q[2];
     size_t x = 0;
     int h;
 
     for (; fused && x + 16 <= n; x += 16) {
         for (h = 0; h < 2; h++) {
-            const __m512d acc = _mm512_cvtepu32_pd(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + x + 8 * (size_t)h)));
+            const __m256i a8 = _mm256_loadu_si256((const __m256i *)(const void *)(a32 + x + 8 * (size_t)h));
+            const __m512d acc = _mm512_cvtepu32_pd(a8);
             q[h] = bn8_avx512(
                 _mm512_roundscale_pd(_mm512_fmadd_pd(acc, vmul, k), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), V, f,
                 mode);
@@ -510,15 +520,10 @@ __attribute__((target("avx512f,avx512dq"))) static size_t bn_row_avx512(const ui
     }
     for (; x + 16 <= n; x += 16) {
         for (h = 0; h < 2; h++) {
-            const size_t at = x + 8 * (size_t)h;
-            __m512i alu = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + at)))
-                              : _mm512_loadu_si512((const void *)(a64 + at));
-            if (xt)
-                alu = _mm512_add_epi64(alu, _mm512_loadu_si512((const void *)(xt + at)));
-            q[h] = bn8_avx512(_mm512_add_pd(_mm512_roundscale_pd(_mm512_mul_pd(_mm512_cvtepi64_pd(_mm512_add_epi64(alu, wc)), vmul),
-                                                                 _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
-                                            vadd),
-                              V, f, mode);
+            const __m512d alu = _mm512_cvtepi64_pd(_mm512_add_epi64(acc8_avx512(a32, a64, xt, x + 8 * (size_t)h), wc));
+            const __m512d y = _mm512_add_pd(
+                _mm512_roundscale_pd(_mm512_mul_pd(alu, vmul), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), vadd);
+            q[h] = bn8_avx512(y, V, f, mode);
         }
         _mm_storeu_si128((__m128i *)(void *)(out + x),
                          _mm512_cvtepi32_epi8(_mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1)));
@@ -629,12 +634,7 @@ __attribute__((target("avx512f"))) static size_t lut_row_avx512(const uint32_t *
 
     for (; x + 16 <= n; x += 16) {
         for (h = 0; h < 2; h++) {
-            const size_t at = x + 8 * (size_t)h;
-            __m512i alu = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + at)))
-                              : _mm512_loadu_si512((const void *)(a64 + at));
-            if (xt)
-                alu = _mm512_add_epi64(alu, _mm512_loadu_si512((const void *)(xt + at)));
-            alu = _mm512_add_epi64(alu, wc);
+            const __m512i alu = _mm512_add_epi64(acc8_avx512(a32, a64, xt, x + 8 * (size_t)h), wc);
             idx[h] = _mm512_cvtepi64_epi32(
                 _mm512_sub_epi64(_mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epi32(alu, mul), bias), shr), k));
         }

@@ -87,66 +87,6 @@ __attribute__((target("avx2"))) static uint32_t x_terms_avx2(const emu_layer *L,
     return cols;
 }
 #undef LOAD8
-
-#define LOAD16(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))
-
-/* x_terms_avx2 sixteen pixels a step with AVX-512 F (the terms were 11% of MobileNet's one-thread time eight at a
- * time); the same sums in the same int32 lanes, so the same values. Returns the columns it did: all of them, or none
- * when rows are narrower than a step. */
-__attribute__((target("avx512f"))) static uint32_t x_terms_avx512(const emu_layer *L, uint32_t first, uint32_t end,
-                                                                 int64_t *dst, int mode)
-{
-    const unsigned k = L->a->shr_x;
-    const int32_t q = L->a->arg_x >> k;
-    const __m512i rem = _mm512_set1_epi32(L->a->arg_x - q * (1 << k)), qv = _mm512_set1_epi64(q);
-    const __m128i shr = _mm_cvtsi32_si128((int)k);
-    const uint32_t rows = L->k == 1 ? 1u : L->h, cols = L->k == 1 ? L->w * L->h : L->w;
-    uint32_t x, y, c, i;
-    int half;
-
-    if (cols < 16)
-        return 0;
-    for (y = 0; y < rows; y++) {
-        int64_t *d = dst + (size_t)y * L->w;
-        /* the last step is the row's last sixteen columns, of which the first `done` were already done */
-        for (x = 0;; x = x + 32 <= cols ? x + 16 : cols - 16) { /* 3x3: reads up to r2 + x + 17 < r2 + pitch */
-            const uint32_t done = x % 16u ? 16u - cols % 16u : 0u;
-            __m512i sum = _mm512_setzero_si512(), low = _mm512_setzero_si512();
-            int64_t v[16];
-            for (c = first; c < end; c++) {
-                const uint8_t *r0 = L->in + (size_t)c * L->plane + (size_t)y * L->pitch + x;
-                __m512i t = LOAD16(r0);
-                if (L->k == 3) {
-                    const uint8_t *r1 = r0 + L->pitch, *r2 = r1 + L->pitch;
-                    t = _mm512_add_epi32(t, _mm512_add_epi32(LOAD16(r0 + 1), LOAD16(r0 + 2)));
-                    t = _mm512_add_epi32(t, _mm512_add_epi32(LOAD16(r1), LOAD16(r1 + 1)));
-                    t = _mm512_add_epi32(t, _mm512_add_epi32(LOAD16(r1 + 2), LOAD16(r2)));
-                    t = _mm512_add_epi32(t, _mm512_add_epi32(LOAD16(r2 + 1), LOAD16(r2 + 2)));
-                }
-                sum = _mm512_add_epi32(sum, t);
-                if (mode != XT_SUM)
-                    low = _mm512_add_epi32(low, _mm512_srl_epi32(_mm512_mullo_epi32(t, rem), shr));
-            }
-            for (half = 0; half < 2; half++) {
-                const __m256i s8 = half ? _mm512_extracti64x4_epi64(sum, 1) : _mm512_castsi512_si256(sum);
-                const __m256i l8 = half ? _mm512_extracti64x4_epi64(low, 1) : _mm512_castsi512_si256(low);
-                int64_t *at = done ? v + 8 * half : d + x + 8 * half;
-                __m512i t = _mm512_cvtepi32_epi64(s8);
-                if (mode != XT_SUM)
-                    t = _mm512_add_epi64(_mm512_mul_epi32(t, qv), _mm512_cvtepi32_epi64(l8));
-                if (mode != XT_SET && !done)
-                    t = _mm512_add_epi64(_mm512_loadu_si512((const void *)at), t);
-                _mm512_storeu_si512((void *)at, t);
-            }
-            for (i = done; done && i < 16u; i++)
-                d[x + i] = mode == XT_SET ? v[i] : d[x + i] + v[i];
-            if (x + 16 >= cols)
-                break;
-        }
-    }
-    return cols;
-}
-#undef LOAD16
 #endif
 
 /* The columns [x0, cols) of x_terms_avx2's rows (all of them without AVX2) one pixel at a time. */
@@ -177,9 +117,7 @@ static void x_terms(const emu_layer *L, const emu_shared *S, uint32_t first, uin
     uint32_t x0 = 0;
 
 #ifdef EMU_AVX2
-    if (L->avx512)
-        x0 = x_terms_avx512(L, first, end, dst, mode);
-    if (L->avx2 && !x0)
+    if (L->avx2)
         x0 = x_terms_avx2(L, first, end, dst, mode);
 #endif
     x_terms_rest(L, S, first, end, dst, mode, x0);
