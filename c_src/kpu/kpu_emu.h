@@ -208,4 +208,18 @@ void okpu_emu_pack_quad(const emu_layer *L, uint32_t quad, uint32_t *dst); /* 4 
 void okpu_emu_channels_fast(const emu_layer *L, uint32_t oc_first, uint32_t oc_end, const emu_shared *S,
                             emu_worker *W, uint8_t *out);
 
+#ifdef EMU_AVX2
+#include <immintrin.h>
+/* Eight accumulators from x as int64 (a32: 8-bit mode, else a64), plus their x-offset terms when xt is not NULL: what
+ * the AVX-512 range, batch-norm and table rows read. */
+__attribute__((target("avx512f"))) static inline __m512i okpu_emu_acc8_avx512(const uint32_t *a32,
+                                                                             const uint64_t *a64, const int64_t *xt,
+                                                                             size_t x)
+{
+    const __m512i acc = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + x)))
+                            : _mm512_loadu_si512((const void *)(a64 + x));
+    return xt ? _mm512_add_epi64(acc, _mm512_loadu_si512((const void *)(xt + x))) : acc;
+}
+#endif
+
 #endif

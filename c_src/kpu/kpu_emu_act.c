@@ -426,18 +426,9 @@ __attribute__((target("avx2"))) static size_t bn_row_avx2(const uint32_t *a32, c
 }
 
 /* bn_row_avx2 sixteen values at a time with AVX-512 (F and DQ, checked at run time): the same double operations on
- * eight lanes, the conversions direct (uint32 to int64, then vcvtqq2pd: exact below 2^53), the segment choice by
- * compare masks, the bytes by vpmovdb. */
-/* Eight accumulators from x as int64 (a32: 8-bit mode, else a64), plus their x-offset terms when xt is not NULL. */
-__attribute__((target("avx512f"))) static inline __m512i acc8_avx512(const uint32_t *a32, const uint64_t *a64,
-                                                                    const int64_t *xt, size_t x)
-{
-    const __m512i acc = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + x)))
-                            : _mm512_loadu_si512((const void *)(a64 + x));
-    return xt ? _mm512_add_epi64(acc, _mm512_loadu_si512((const void *)(xt + x))) : acc;
-}
-
-/* (y: floor(alu * norm_mul / 2^norm_shift) + norm_add, exact) */
+ * eight lanes, the conversions direct (uint32 to double, or to int64 and then vcvtqq2pd: exact below 2^53), the
+ * segment choice by compare masks, the bytes by vpmovdb. bn8_avx512 takes y, floor(alu * norm_mul / 2^norm_shift) +
+ * norm_add (exact), to eight bytes. */
 __attribute__((target("avx512f,avx512dq"))) static inline __m256i bn8_avx512(__m512d y, const emu_bn_channel *V,
                                                                             const double *f, okpu_round_mode mode)
 {
@@ -520,7 +511,8 @@ __attribute__((target("avx512f,avx512dq"))) static size_t bn_row_avx512(const ui
     }
     for (; x + 16 <= n; x += 16) {
         for (h = 0; h < 2; h++) {
-            const __m512d alu = _mm512_cvtepi64_pd(_mm512_add_epi64(acc8_avx512(a32, a64, xt, x + 8 * (size_t)h), wc));
+            const __m512i acc = okpu_emu_acc8_avx512(a32, a64, xt, x + 8 * (size_t)h);
+            const __m512d alu = _mm512_cvtepi64_pd(_mm512_add_epi64(acc, wc));
             const __m512d y = _mm512_add_pd(
                 _mm512_roundscale_pd(_mm512_mul_pd(alu, vmul), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), vadd);
             q[h] = bn8_avx512(y, V, f, mode);
@@ -634,7 +626,7 @@ __attribute__((target("avx512f"))) static size_t lut_row_avx512(const uint32_t *
 
     for (; x + 16 <= n; x += 16) {
         for (h = 0; h < 2; h++) {
-            const __m512i alu = _mm512_add_epi64(acc8_avx512(a32, a64, xt, x + 8 * (size_t)h), wc);
+            const __m512i alu = _mm512_add_epi64(okpu_emu_acc8_avx512(a32, a64, xt, x + 8 * (size_t)h), wc);
             idx[h] = _mm512_cvtepi64_epi32(
                 _mm512_sub_epi64(_mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epi32(alu, mul), bias), shr), k));
         }
@@ -654,7 +646,6 @@ void okpu_emu_bn_channel_init(const emu_layer *L, const emu_act_fast *A, const o
     c->bn = bn;
     c->usable = 0;
     c->vec = 0;
-    c->nseg = 0;
     c->lut = NULL;
     /* nncase 1.x's rounding (OKPU_ROUND_NNCASE1) has no fast form: the exact okpu_emu_bn_act runs */
     if (A->usable && has_range && L->round != OKPU_ROUND_NNCASE1)
@@ -706,10 +697,12 @@ void okpu_emu_bn_act_row(const emu_layer *L, const emu_act_fast *A, const emu_bn
         const uint8_t *t = c->lut;
         const int64_t off = c->add - c->lut_lo; /* y - lut_lo is in [0, lut_n) for every pixel of the range */
 #ifdef EMU_AVX2
-        if (L->avx512 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
+        /* (the vector index arithmetic multiplies alu and norm_mul as int32) */
+        const int narrow = step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX;
+        if (L->avx512 && narrow)
             x += lut_row_avx512(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x,
                                 end - x, c);
-        if (L->avx2 && step == 1 && c->alu_abs <= INT32_MAX && c->mul >= INT32_MIN && c->mul <= INT32_MAX)
+        if (L->avx2 && narrow)
             x += lut_row_avx2(a32 ? a32 + x : NULL, a32 ? NULL : a64 + x, xt ? xt + x : NULL, w_const, out + x, end - x, c);
 #endif
         if (a32)

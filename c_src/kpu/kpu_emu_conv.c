@@ -531,14 +531,6 @@ __attribute__((target("avx2"))) static size_t range_avx2(const uint32_t *a32, co
 #ifdef EMU_AVX2
 /* range_avx2 eight lanes at a time with AVX-512 F, whose vpminsq/vpmaxsq replace AVX2's compare-and-blend pairs (the
  * range pass was 9% of MobileNet's one-thread time with them); returns how many it did (a multiple of 8). */
-__attribute__((target("avx512f"))) static inline __m512i range_load_avx512(const uint32_t *a32, const uint64_t *a64,
-                                                                          const int64_t *xt, size_t x)
-{
-    const __m512i acc = a32 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(a32 + x)))
-                            : _mm512_loadu_si512((const void *)(a64 + x));
-    return _mm512_add_epi64(acc, _mm512_loadu_si512((const void *)(xt + x)));
-}
-
 __attribute__((target("avx512f"))) static size_t range_avx512(const uint32_t *a32, const uint64_t *a64,
                                                              const int64_t *xt, size_t n, int64_t *mn, int64_t *mx)
 {
@@ -552,12 +544,12 @@ __attribute__((target("avx512f"))) static size_t range_avx512(const uint32_t *a3
     }
     for (; x + 16 <= n; x += 16)
         for (k = 0; k < 2; k++) {
-            v = range_load_avx512(a32, a64, xt, x + 8 * (size_t)k);
+            v = okpu_emu_acc8_avx512(a32, a64, xt, x + 8 * (size_t)k);
             vmn[k] = _mm512_min_epi64(vmn[k], v);
             vmx[k] = _mm512_max_epi64(vmx[k], v);
         }
     for (; x + 8 <= n; x += 8) {
-        v = range_load_avx512(a32, a64, xt, x);
+        v = okpu_emu_acc8_avx512(a32, a64, xt, x);
         vmn[0] = _mm512_min_epi64(vmn[0], v);
         vmx[0] = _mm512_max_epi64(vmx[0], v);
     }
