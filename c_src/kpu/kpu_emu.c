@@ -672,6 +672,7 @@ typedef struct channel_tasks {
     int load;            /* a depthwise layer whose output rows miss its input rows: each task loads its own planes */
     uint32_t per_task;
     uint32_t bands, band_rows; /* each run of channels in `bands` runs of band_rows rows (channel_bands); 1, h */
+    const uint32_t *band_cut;  /* NULL: bands of band_rows rows; else band b is rows [band_cut[b], band_cut[b + 1]) */
     uint32_t runs;             /* runs of channels (of per_task each) */
     int band_major;            /* the tasks band after band (by rows); else each run's bands one after another */
     void (*side)(void *);      /* NULL, or a side chain: task 0, the first the calling thread takes */
@@ -728,6 +729,13 @@ static void run_channels(const channel_tasks *T, uint32_t run, uint32_t *first, 
  * within 0.6% either way; with the 80x60 layers by rows too, slim-320's 0.3% lower than with neither (the load's
  * hand-out, batch norm set up per band). A layer by rows is not paired (see "Pairs"). */
 #define ROWS_MIN_PIXELS 16384u
+
+/* ---- Tapered bands ----
+ * The same for a layer by rows: its bands shrink toward the middle of its rows, where the caller (from the top) and
+ * the other threads (from the bottom) meet, in units of a TAPER_BAND_UNITS-th of the rows (slim-320's 120 rows:
+ * bands of 32, 16, 8, 8, 8, 16 and 32 rows, where two or four bands of 60 or 30 were). */
+#define TAPER_BAND_UNITS 16u
+#define TAPER_BANDS_MAX 32u
 
 /* The pixels a layer computes: its input map's, or its output's when its pool picks one pixel of each window (a
  * picked layer computes only those: pick_layer). */
@@ -787,8 +795,10 @@ static void channel_task(void *ctx, int worker, uint32_t task)
     if (T->bands > 1) {
         const uint32_t band_i = T->band_major ? task / T->runs : task % T->bands;
         const uint32_t run = T->band_major ? task % T->runs : task / T->bands;
-        const uint32_t y0 = band_i * T->band_rows;
-        const uint32_t y1 = L->h - y0 < T->band_rows ? L->h : y0 + T->band_rows;
+        const uint32_t y0 = T->band_cut ? T->band_cut[band_i] : band_i * T->band_rows;
+        const uint32_t y1 = T->band_cut                  ? T->band_cut[band_i + 1u]
+                            : L->h - y0 < T->band_rows ? L->h
+                                                       : y0 + T->band_rows;
         const uint32_t s = okpu_kpu_pool_stride(L->a->pool_type); /* (the band's output rows: y0 / s to y1 / s) */
         const size_t at = (size_t)y0 * L->w, out_at = (size_t)(y0 / s) * L->a->out_width;
         const size_t n = (size_t)(y1 / s - y0 / s) * L->a->out_width;
@@ -974,6 +984,7 @@ typedef struct job_run {
     channel_tasks T;
     uint32_t tasks; /* runs of channels, each T.bands tasks, and one more with T.side */
     uint32_t cut[TAPER_RUNS_MAX + 1u]; /* T.cut's table */
+    uint32_t band_cut[TAPER_BANDS_MAX + 1u]; /* T.band_cut's */
 } job_run;
 
 /* Make a ready job's layer (one map) ready to run its channels, into *R: with the block at `block`, split over `sets`
@@ -1160,6 +1171,14 @@ static void setup_job(okpu_kpu_emu *e, const okpu_kpu_layer_job *job, uint8_t *b
     if (T->bands > 1u) { /* (whole pool windows a band: a pooled layer's bands start on a multiple of its stride) */
         const uint32_t stride = okpu_kpu_pool_stride(L->a->pool_type);
         T->band_rows = (T->band_rows + stride - 1u) / stride * stride;
+    }
+    if (T->band_major && T->bands > 1u && !e->split_all) {
+        const uint32_t bands = okpu_workers_taper(L->h, (L->h + TAPER_BAND_UNITS - 1u) / TAPER_BAND_UNITS, sets,
+                                                  TAPER_BANDS_MAX, R->band_cut);
+        if (bands) {
+            T->bands = bands;
+            T->band_cut = R->band_cut;
+        }
     }
     if (T->bands == 1u && sets > 1 && !e->reference && !e->split_all) {
         const uint32_t runs = okpu_workers_taper(L->oc, okpu_emu_by_quads(L) ? 4u : 1u, sets, TAPER_RUNS_MAX, R->cut);
