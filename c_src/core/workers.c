@@ -129,6 +129,7 @@ struct okpu_workers {
     int caller_sleeps;   /* the caller is asleep on `done` or about to be */
     int threads; /* threads started (count - 1 once create succeeded) */
     pid_t pid;   /* the process the threads belong to */
+    unsigned forks; /* fork_count when they were started */
     okpu_task_fn fn;     /* the run's task and context: stable while any of its tasks is unfinished */
     void *ctx;
     uint32_t finished;   /* the run's tasks done */
@@ -136,6 +137,33 @@ struct okpu_workers {
     worker_arg arg[OKPU_WORKERS_MAX];
 #endif
 };
+
+#ifdef OKPU_HAVE_PTHREADS
+/* ---- Forks ----
+ * A forked child has none of its parent's threads, and perhaps a lock one of them held: its copy of a pool runs every
+ * task on the caller. getpid() told the two apart, but it is a system call, made at each of some fifty hand-outs of a
+ * ULFFD pass; a handler registered with pthread_atfork counts the forks instead, and getpid() stays where the handler
+ * could not be registered. */
+static unsigned fork_count;  /* written only by a child, before it can have a second thread */
+static int forks_counted;    /* the handler is registered (set once, under pthread_once) */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void count_fork(void)
+{
+    fork_count++;
+}
+
+static void watch_forks(void)
+{
+    forks_counted = pthread_atfork(NULL, NULL, count_fork) == 0;
+}
+
+/* Is this the process whose threads the pool started? */
+static int in_owner(const okpu_workers *w)
+{
+    return forks_counted ? w->forks == fork_count : getpid() == w->pid;
+}
+#endif
 
 int okpu_workers_default_count(void)
 {
@@ -276,6 +304,8 @@ okpu_workers *okpu_workers_create(int count, const okpu_allocator *alloc, okpu_e
         w->has_allocator = 1;
     }
 #ifdef OKPU_HAVE_PTHREADS
+    (void)pthread_once(&fork_once, watch_forks);
+    w->forks = fork_count;
     w->pid = getpid();
     if (count > 1) {
         int i, rc = 0;
@@ -313,7 +343,7 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
 {
 #ifdef OKPU_HAVE_PTHREADS
     /* One task, a pool of one, or a forked child (its pool's threads stayed in the parent): the caller alone. */
-    if (w && w->count > 1 && n_tasks > 1 && n_tasks <= TASKS_MAX && getpid() == w->pid) {
+    if (w && w->count > 1 && n_tasks > 1 && n_tasks <= TASKS_MAX && in_owner(w)) {
         const uint64_t gen = (TICKET_GEN(LOAD(&w->ticket)) + 1u) & 0xffffu; /* (only the caller changes it) */
         watch wt;
         w->fn = fn;
@@ -372,7 +402,7 @@ void okpu_workers_wake(okpu_workers *w)
 {
 #ifdef OKPU_HAVE_PTHREADS
     /* A run of no tasks: a new generation whose range is empty, which a woken worker finds so before it watches. */
-    if (w && w->count > 1 && getpid() == w->pid && LOAD(&w->sleepers)) {
+    if (w && w->count > 1 && in_owner(w) && LOAD(&w->sleepers)) {
         const uint64_t gen = (TICKET_GEN(LOAD(&w->ticket)) + 1u) & 0xffffu;
         STORE(&w->ticket, gen << 48 | BACK_BIAS << 24);
         pthread_mutex_lock(&w->lock);
@@ -423,7 +453,7 @@ void okpu_workers_destroy(okpu_workers *w)
     if (!w)
         return;
 #ifdef OKPU_HAVE_PTHREADS
-    if (w->count > 1 && getpid() == w->pid) { /* a forked child has neither the threads nor a usable lock */
+    if (w->count > 1 && in_owner(w)) { /* a forked child has neither the threads nor a usable lock */
         stop_threads(w);
         pthread_cond_destroy(&w->done);
         pthread_cond_destroy(&w->start);
