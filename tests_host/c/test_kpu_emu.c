@@ -824,19 +824,54 @@ static void random_layer(test_layer *t, int extreme, int narrow)
  * 32767, so (y - x_start) * y_mul runs from 2^56 past 2^63, across the 2^61 below which the fast path may take the
  * int64 arithmetic (okpu_emu_act_fast_init's y bounds); past it the fast path must give the reference's bytes all the
  * same. The shift 56 keeps the bytes of the values in range away from 0 and 255. */
-static void test_bn_near_int64_bound(void)
+/* The layer t (an 8-bit layer of one map) on the fast path and on the reference path, under each rounding mode: the
+ * same bytes, and at least eight different ones (the layer is not degenerate). */
+static void check_bn_layer(test_layer *t, const char *name)
 {
     static const okpu_round_mode rounds[] = {OKPU_ROUND_HALF_EVEN, OKPU_ROUND_HALF_UP, OKPU_ROUND_SDK_CARRY};
+    const size_t n = (size_t)t->s.ow * t->s.oh * t->s.oc;
+    uint8_t *out[2];
+    size_t i;
+    int r, reference;
+
+    for (r = 0; r < 3; r++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s (rounding %d)", name, (int)rounds[r]);
+        for (reference = 0; reference < 2; reference++) {
+            okpu_kpu_backend *b = make_emu(OKPU_CONV_OFFSET_PER_CHANNEL, rounds[r], OKPU_MEAN_BORDER_REPLICATE,
+                                           reference);
+            out[reference] = malloc(n);
+            if (run_on(b, t, what) == OKPU_OK)
+                memcpy(out[reference], t->main_out, n);
+            else
+                memset(out[reference], reference, n);
+            b->destroy(b);
+        }
+        CHECK(memcmp(out[0], out[1], n) == 0, "%s: fast and reference paths differ", what);
+        {
+            unsigned char seen[256] = {0};
+            unsigned distinct = 0;
+            for (i = 0; i < n; i++) {
+                distinct += !seen[out[1][i]];
+                seen[out[1][i]] = 1;
+            }
+            CHECK(distinct >= 8, "%s: only %u different output bytes", what, distinct);
+        }
+        free(out[0]);
+        free(out[1]);
+    }
+}
+
+static void test_bn_near_int64_bound(void)
+{
     int64_t xs[16];
     int32_t ym[16];
     unsigned sh[16];
-    uint8_t bi[16], *out[2];
-    size_t n, i;
-    int r, reference;
+    uint8_t bi[16];
+    size_t i;
     test_layer t;
 
     tiny_layer(&t, 16, 4, 1, 16, 0, 0, 1);
-    n = (size_t)t.s.ow * t.s.oh * t.s.oc;
     for (i = 0; i < 64; i++)
         t.input[i] = (uint8_t)(i * 37u + 11u);
     for (i = 0; i < 16; i++) {
@@ -852,33 +887,43 @@ static void test_bn_near_int64_bound(void)
     t.s.arg_add = (int64_t)1 << 25;
     pack_args(&t.s, t.raw);
     pack_act(t.act, xs, ym, sh, bi);
-    for (r = 0; r < 3; r++) {
-        char what[96];
-        snprintf(what, sizeof what, "batch norm near the int64 bound (rounding %d)", (int)rounds[r]);
-        for (reference = 0; reference < 2; reference++) {
-            okpu_kpu_backend *b = make_emu(OKPU_CONV_OFFSET_PER_CHANNEL, rounds[r], OKPU_MEAN_BORDER_REPLICATE,
-                                           reference);
-            out[reference] = malloc(n);
-            if (run_on(b, &t, what) == OKPU_OK)
-                memcpy(out[reference], t.main_out, n);
-            else
-                memset(out[reference], reference, n);
-            b->destroy(b);
-        }
-        CHECK(memcmp(out[0], out[1], n) == 0, "%s: fast and reference paths differ", what);
-        {
-            /* (the layer is not degenerate: its channels give different bytes) */
-            unsigned char seen[256] = {0};
-            unsigned distinct = 0;
-            for (i = 0; i < n; i++) {
-                distinct += !seen[out[1][i]];
-                seen[out[1][i]] = 1;
-            }
-            CHECK(distinct >= 8, "%s: only %u different output bytes", what, distinct);
-        }
-        free(out[0]);
-        free(out[1]);
+    check_bn_layer(&t, "batch norm near the int64 bound");
+    layer_free(&t);
+}
+
+/* The AVX-512 batch norm of 8-bit accumulators with no x-offset plane adds k = (w_const * norm_mul + norm_add *
+ * 2^norm_shift) / 2^norm_shift in one fused multiply-add, exact only while that numerator is under 2^53 (bn_row_avx512
+ * checks it on each call). Here w_const = arg_add - 2^31 (the accumulators' bias) and norm_mul = 2^23 - 1, so the
+ * numerator is about 2^54 and odd, while alu = x * 3 - 15 stays small enough for the double path: a double k would
+ * be one off, and the pixels where alu = 0 (x = 5) give y = norm_add exactly, one above the second segment's
+ * x_start. Without the check, those pixels fall into the first segment or one step up the second. */
+static void test_bn_fused_bound(void)
+{
+    int64_t xs[16];
+    int32_t ym[16];
+    unsigned sh[16];
+    uint8_t bi[16];
+    const int32_t mul = 8388607, add = 1000;
+    size_t i;
+    test_layer t;
+
+    tiny_layer(&t, 16, 4, 1, 4, 0, 0, 1);
+    for (i = 0; i < 64; i++)
+        t.input[i] = (uint8_t)(i % 4u == 0u ? 5u : 5u + (i * 7u) % 90u);
+    for (i = 0; i < 4; i++) {
+        t.weights[i] = 3;
+        pack_bn(t.bn + 8 * i, mul, add, 0);
     }
+    for (i = 0; i < 16; i++) { /* 0 below norm_add; 100 + 1 at norm_add; then about alu - 2 from 2 norm_mul up */
+        xs[i] = i == 0 ? -((int64_t)1 << 35) : i == 1 ? add - 1 : add + 2 * (int64_t)mul + (int64_t)i;
+        ym[i] = i == 0 ? 0 : 1;
+        sh[i] = i < 2 ? 0 : 23;
+        bi[i] = i == 0 ? 0 : i == 1 ? 100 : 10;
+    }
+    t.s.arg_add = -15;
+    pack_args(&t.s, t.raw);
+    pack_act(t.act, xs, ym, sh, bi);
+    check_bn_layer(&t, "fused batch norm past 2^53");
     layer_free(&t);
 }
 
@@ -1448,20 +1493,24 @@ int main(void)
     test_side_chain_fallback();
     test_timed_runs();
     test_bn_near_int64_bound();
+    test_bn_fused_bound();
     test_fast_vs_reference(400, 0, 1);
     test_fast_vs_reference(200, 1, 1);
     /* the fast path again without the AVX-512 code, without the AVX2 code, then without SSE4.1 too (the emulator
      * reads these at create; on a CPU without them, or off x86-64, this repeats the same paths) */
     setenv("OKPU_EMU_NO_AVX512", "1", 1);
     test_bn_near_int64_bound();
+    test_bn_fused_bound();
     test_fast_vs_reference(200, 0, 0);
     test_fast_vs_reference(100, 1, 0);
     setenv("OKPU_EMU_NO_AVX2", "1", 1);
     test_bn_near_int64_bound();
+    test_bn_fused_bound();
     test_fast_vs_reference(200, 0, 0);
     test_fast_vs_reference(100, 1, 0);
     setenv("OKPU_EMU_NO_SSE41", "1", 1);
     test_bn_near_int64_bound();
+    test_bn_fused_bound();
     test_fast_vs_reference(200, 0, 0);
     test_fast_vs_reference(100, 1, 0);
     return ctest_summary();
