@@ -64,8 +64,10 @@ def median_time(fn, runs):
     return statistics.median(times)
 
 
-def ready_model(data, threads):
-    model = _kpu.Model(data, threads=threads)
+def ready_model(data, threads, module=None):
+    """A model of `data` on `threads` threads (of `module`, a build of _kpu: the installed one by default), its
+    inputs set and one pass run."""
+    model = (module or _kpu).Model(data, threads=threads)
     for index, inp in enumerate(model.inputs()):
         # A deterministic, non-trivial input: the forward time does not depend on the values.
         model.set_input(index, bytes((i * 37 + 11) & 0xFF for i in range(inp.bytes)) if inp.typecode == "B"

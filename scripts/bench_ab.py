@@ -38,6 +38,13 @@ DEFAULT_MODELS = [
 ]
 
 
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_build(directory):
     """The _kpu extension in `directory`, loaded under its own name beside any other build (each file is its own
     shared object, so the two builds share no code or state)."""
@@ -45,10 +52,7 @@ def load_build(directory):
     if not found:
         raise SystemExit("bench_ab: no _kpu extension (_kpu*.so) in %s: build one there with "
                          "`python setup.py -q build_ext --force -b %s`" % (directory, directory))
-    spec = importlib.util.spec_from_file_location("_kpu", found[0])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load("_kpu", found[0])
 
 
 def model_path(name):
@@ -60,16 +64,6 @@ def model_path(name):
     raise SystemExit("bench_ab: no model %s (neither a file nor under %s)" % (name, TESTDATA))
 
 
-def ready(module, data, threads):
-    model = module.Model(data, threads=threads)
-    for index, inp in enumerate(model.inputs()):
-        # the same deterministic input as scripts/bench.py: the forward time does not depend on the values
-        model.set_input(index, bytes((i * 37 + 11) & 0xFF for i in range(inp.bytes)) if inp.typecode == "B"
-                        else bytes(inp.bytes))
-    model.run()  # warm-up
-    return model
-
-
 def timed_pass(model):
     model.run()  # (untimed: the timed pass finds its own buffers in the caches)
     t0 = time.perf_counter()
@@ -79,9 +73,10 @@ def timed_pass(model):
 
 def compare(modules, data, threads, rounds):
     """{thread count: ([A's seconds], [B's seconds])}, one pass of each a round."""
+    ready_model = _load("openkpu_bench", ROOT / "scripts" / "bench.py").ready_model  # (its rows' input and warm-up)
     times = {}
     for count in threads:
-        models = [ready(module, data, count) for module in modules]
+        models = [ready_model(data, count, module) for module in modules]
         a, b = [], []
         for r in range(rounds):
             if r % 2 == 0:

@@ -2,10 +2,10 @@
 from a directory (the installed extension's, twice here), runs a model on each thread count asked for, prints one row
 per thread count with both medians and B/A, and refuses a directory without an extension or a model it cannot find
 with a message that says so."""
-import importlib.util
 import os
 import pathlib
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -14,13 +14,8 @@ _kpu = pytest.importorskip("_kpu")
 from openkpu import kmodel_writer as kw  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def _bench_ab():
-    spec = importlib.util.spec_from_file_location("bench_ab", ROOT / "scripts" / "bench_ab.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench_ab  # noqa: E402
 
 
 def _model(tmp_path):
@@ -37,7 +32,7 @@ def _model(tmp_path):
 def test_two_builds_rows(tmp_path, capsys):
     build = os.path.dirname(_kpu.__file__)
     model = _model(tmp_path)
-    assert _bench_ab().main([build, build, str(model), "-n", "5", "--threads", "1,2"]) == 0
+    assert bench_ab.main([build, build, str(model), "-n", "5", "--threads", "1,2"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith(str(model))]
     assert [int(r[1]) for r in rows] == [1, 2], out
@@ -49,7 +44,6 @@ def test_two_builds_rows(tmp_path, capsys):
 
 
 def test_refusals(tmp_path):
-    bench_ab = _bench_ab()
     build = os.path.dirname(_kpu.__file__)
     with pytest.raises(SystemExit, match="no _kpu extension .* in %s" % re.escape(str(tmp_path))):
         bench_ab.main([str(tmp_path), build, str(_model(tmp_path)), "-n", "1"])
