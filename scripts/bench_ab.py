@@ -71,9 +71,8 @@ def timed_pass(model):
     return time.perf_counter() - t0
 
 
-def compare(modules, data, threads, rounds):
-    """{thread count: ([A's seconds], [B's seconds])}, one pass of each a round."""
-    ready_model = _load("openkpu_bench", ROOT / "scripts" / "bench.py").ready_model  # (its rows' input and warm-up)
+def compare(modules, ready_model, data, threads, rounds):
+    """{thread count: ([A's seconds], [B's seconds])}, one pass of each a round; ready_model: scripts/bench.py's."""
     times = {}
     for count in threads:
         models = [ready_model(data, count, module) for module in modules]
@@ -104,6 +103,8 @@ def main(argv=None):
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
     modules = [load_build(args.build_a), load_build(args.build_b)]
+    # bench.py's model set-up (its rows' input and warm-up); loading it imports the installed _kpu too
+    ready_model = _load("openkpu_bench", ROOT / "scripts" / "bench.py").ready_model
     if args.threads:
         try:
             threads = [int(t) for t in args.threads.split(",")]
@@ -123,7 +124,7 @@ def main(argv=None):
             if not path.exists():
                 print("%-48s skipped: not in %s" % (name, TESTDATA))
                 continue
-        times = compare(modules, path.read_bytes(), threads, args.rounds)
+        times = compare(modules, ready_model, path.read_bytes(), threads, args.rounds)
         for count in threads:
             a, b = times[count]
             ratios = [y / x for x, y in zip(a, b)]

@@ -820,10 +820,6 @@ static void random_layer(test_layer *t, int extreme, int narrow)
     pack_act(t->act, xs, ym, sh, bi);
 }
 
-/* Batch norm near the int64 path's bound: y = alu * norm_mul (shift 0) near 2^41-2^48 and an activation slope of
- * 32767, so (y - x_start) * y_mul runs from 2^56 past 2^63, across the 2^61 below which the fast path may take the
- * int64 arithmetic (okpu_emu_act_fast_init's y bounds); past it the fast path must give the reference's bytes all the
- * same. The shift 56 keeps the bytes of the values in range away from 0 and 255. */
 /* The layer t (an 8-bit layer of one map) on the fast path and on the reference path, under each rounding mode: the
  * same bytes, and at least eight different ones (the layer is not degenerate). */
 static void check_bn_layer(test_layer *t, const char *name)
@@ -862,6 +858,10 @@ static void check_bn_layer(test_layer *t, const char *name)
     }
 }
 
+/* Batch norm near the int64 path's bound: y = alu * norm_mul (shift 0) near 2^41-2^48 and an activation slope of
+ * 32767, so (y - x_start) * y_mul runs from 2^56 past 2^63, across the 2^61 below which the fast path may take the
+ * int64 arithmetic (okpu_emu_act_fast_init's y bounds); past it the fast path must give the reference's bytes all the
+ * same. The shift 56 keeps the bytes of the values in range away from 0 and 255. */
 static void test_bn_near_int64_bound(void)
 {
     int64_t xs[16];
