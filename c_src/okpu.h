@@ -229,6 +229,12 @@ int okpu_model_run_timed(okpu_model *model, int n_layers, okpu_clock_fn now, voi
  * at once (a monotonic clock is; a clock with state of its own needs atomics). */
 int okpu_model_run_profiled(okpu_model *model, int n_layers, okpu_clock_fn now, void *clock_ctx, uint64_t *layer_ns,
                             uint64_t *task_ns, okpu_error *err);
+/* on != 0: the model's passes from now on run every task on the calling thread, each layer still split as on the
+ * model's thread count (0: the threads share them again). A diagnostic for okpu_model_run_profiled: its task times
+ * are then the split's work without its threads running at once; over the one-thread figures, the split itself costs
+ * work, and the rest of an N-thread loss is concurrency (data between the processors' caches, joins, other load on
+ * the machine). The outputs are the same either way. Nothing for a model without threads. Call between runs. */
+void okpu_model_caller_only(okpu_model *model, int on);
 /* Take the memory a run of the first n_layers needs beyond a full run (counted in context_bytes). */
 int okpu_model_reserve_partial(okpu_model *model, int n_layers, okpu_error *err);
 

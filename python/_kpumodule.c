@@ -495,14 +495,16 @@ static PyObject *ns_list(const uint64_t *ns, int n)
 /* run_timed() and run_profiled(): the layer times, and with `tasks` the task times too, as a tuple of two lists. */
 static PyObject *run_with_times(ModelObject *self, PyObject *args, PyObject *kwds, int tasks)
 {
-    static char *kwlist[] = {"n_layers", NULL};
-    int n_layers = 0, rc, n;
+    static char *kwlist[] = {"n_layers", "caller_only", NULL}; /* (run_timed: n_layers alone) */
+    static char *timed_kwlist[] = {"n_layers", NULL};
+    int n_layers = 0, caller_only = 0, rc, n;
     size_t slots; /* layer_count, at least 1: the layer times, then as many task times */
     uint64_t *ns;
     PyObject *layer_list, *task_list;
     okpu_error err;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, tasks ? "|i:run_profiled" : "|i:run_timed", kwlist, &n_layers))
+    if (tasks ? !PyArg_ParseTupleAndKeywords(args, kwds, "|ip:run_profiled", kwlist, &n_layers, &caller_only)
+              : !PyArg_ParseTupleAndKeywords(args, kwds, "|i:run_timed", timed_kwlist, &n_layers))
         return NULL;
     if (!check_idle(self))
         return NULL;
@@ -511,7 +513,9 @@ static PyObject *run_with_times(ModelObject *self, PyObject *args, PyObject *kwd
     ns = (uint64_t *)PyMem_Malloc(slots * 2u * sizeof *ns);
     if (!ns)
         return PyErr_NoMemory();
+    okpu_model_caller_only(self->model, caller_only); /* (run_timed: caller_only stays 0) */
     rc = run_released(self, n_layers, ns, tasks ? ns + slots : NULL, &err);
+    okpu_model_caller_only(self->model, 0);
     if (rc != OKPU_OK) {
         PyMem_Free(ns);
         return raise_oserror("run", &err, rc);
@@ -765,9 +769,11 @@ static PyMethodDef Model_methods[] = {
      "layer; layers run as one (pairs(), side_chains()) count under their first layer and the others read 0, as do "
      "the layers a partial run does not reach."},
     {"run_profiled", (PyCFunction)(void (*)(void))Model_run_profiled, METH_VARARGS | METH_KEYWORDS,
-     "run_profiled(n_layers=0) -> ([ns, ...], [task ns, ...]): run_timed() and, per layer, the time the model's "
-     "threads spent inside their tasks, summed over the threads (0 where no task ran): above the one-thread figure, "
-     "the work itself grew; threads x ns less task ns is the threads' time outside tasks (joins, serial parts)."},
+     "run_profiled(n_layers=0, caller_only=False) -> ([ns, ...], [task ns, ...]): run_timed() and, per layer, the "
+     "time the model's threads spent inside their tasks, summed over the threads (0 where no task ran): above the "
+     "one-thread figure, the work itself grew; threads x ns less task ns is the threads' time outside tasks (joins, "
+     "serial parts). caller_only=True: every task on the calling thread, the layers split as on the model's thread "
+     "count (okpu_model_caller_only): the split's work without its threads running at once; same outputs."},
     {"output_count", (PyCFunction)Model_output_count, METH_NOARGS, "Number of model outputs."},
     {"output_info", (PyCFunction)Model_output_info, METH_VARARGS,
      "output_info(index) -> TensorInfo(typecode, n, c, h, w, bytes): output index as the model declares it, "

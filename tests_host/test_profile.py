@@ -8,6 +8,8 @@
 - `openkpu profile` covers every layer once, in order, with a row per step of the plan that no thread count splits
   (a real model's pairs and side chains on two threads), and its totals are the sums of its rows for a single run,
   task times included; its text shows the task-time ratio and the idle share beside each thread count after the first;
+- `run_profiled(caller_only=True)` on two threads: the same outputs, every layer's tasks within its time (one thread
+  ran them all), and profile's `split 2/1` column and totals from those runs;
 - bad options, a wrong-size --input and an unreadable model exit 2 with a message that says what to fix;
 - `KPU.layer_times(task, img)` (the shim, for board scripts): forward's outputs, one (index, type name, us) a layer,
   zeros past set_layers.
@@ -130,12 +132,22 @@ def test_run_profiled_real_model(testdata, name):
             assert all(task <= t for task, t in zip(tasks, ns))
         else:  # (which thread ran a task is the scheduler's: test_workers counts every task's clock reads instead)
             assert model.pairs() and all(tasks[first] > 0 for first, _ in model.pairs())
+            # the same split on the calling thread alone: the same outputs, no layer's tasks longer than the layer
+            plain = outputs(model)
+            set_inputs(model, inputs)
+            ns, tasks = model.run_profiled(caller_only=True)
+            assert outputs(model) == plain
+            assert all(task <= t for task, t in zip(tasks, ns)), [(i, t, task) for i, (t, task) in
+                                                                 enumerate(zip(ns, tasks)) if task > t]
+            assert all(tasks[first] > 0 for first, _ in model.pairs())
 
 
 def test_run_timed_errors():
     model, inputs = loaded(DIGITS)
     with pytest.raises(TypeError):
         model.run_timed("all")
+    with pytest.raises(TypeError):  # (the task times' diagnostic: run_profiled's alone)
+        model.run_timed(caller_only=True)
     model.free()
     with pytest.raises(ValueError, match="freed"):
         model.run_timed()
@@ -169,6 +181,11 @@ def test_profile_json_digits():
         assert info["totals"][threads]["task_us"] == pytest.approx(
             sum(row["task_us"][threads] for row in info["rows"]))
         assert 0 < info["totals"][threads]["task_us"] <= int(threads) * info["totals"][threads]["pass_us"]
+    # the 2-thread split on one thread: its own runs, one thread's time at most, and its rows add up the same way
+    assert "split_task_us" not in info["totals"]["1"] and all(row["split_task_us"].keys() == {"2"}
+                                                             for row in info["rows"])
+    split = info["totals"]["2"]["split_task_us"]
+    assert split == pytest.approx(sum(row["split_task_us"]["2"] for row in info["rows"])) and split > 0
 
 
 def test_profile_text_real_model(testdata):
@@ -184,6 +201,7 @@ def test_profile_text_real_model(testdata):
     assert text.returncode == 0, text.stderr
     assert "x2/1" in text.stdout and "2 threads: pass" in text.stdout and "4-5 " in text.stdout
     assert "tasks 2/1" in text.stdout and "idle 2 %" in text.stdout and "outside tasks" in text.stdout
+    assert "split 2/1" in text.stdout and "the same split on one thread" in text.stdout
 
 
 def test_profile_errors(tmp_path):

@@ -117,6 +117,7 @@ struct okpu_workers {
      * is written only by the thread running as worker i, before that task counts as finished. */
     okpu_clock_fn task_clock;
     void *task_clock_ctx;
+    int caller_only; /* okpu_workers_caller_only: every run on the caller */
     task_time task_ns[OKPU_WORKERS_MAX];
 #ifdef OKPU_HAVE_PTHREADS
     pthread_mutex_t lock;
@@ -343,7 +344,7 @@ void okpu_workers_run(okpu_workers *w, uint32_t n_tasks, okpu_task_fn fn, void *
 {
 #ifdef OKPU_HAVE_PTHREADS
     /* One task, a pool of one, or a forked child (its pool's threads stayed in the parent): the caller alone. */
-    if (w && w->count > 1 && n_tasks > 1 && n_tasks <= TASKS_MAX && in_owner(w)) {
+    if (w && w->count > 1 && !w->caller_only && n_tasks > 1 && n_tasks <= TASKS_MAX && in_owner(w)) {
         const uint64_t gen = (TICKET_GEN(LOAD(&w->ticket)) + 1u) & 0xffffu; /* (only the caller changes it) */
         watch wt;
         w->fn = fn;
@@ -386,6 +387,12 @@ void okpu_workers_time_tasks(okpu_workers *w, okpu_clock_fn now, void *clock_ctx
         memset(w->task_ns, 0, sizeof w->task_ns);
 }
 
+void okpu_workers_caller_only(okpu_workers *w, int on)
+{
+    if (w)
+        w->caller_only = on != 0;
+}
+
 uint64_t okpu_workers_task_ns(const okpu_workers *w)
 {
     uint64_t sum = 0;
@@ -402,7 +409,7 @@ void okpu_workers_wake(okpu_workers *w)
 {
 #ifdef OKPU_HAVE_PTHREADS
     /* A run of no tasks: a new generation whose range is empty, which a woken worker finds so before it watches. */
-    if (w && w->count > 1 && in_owner(w) && LOAD(&w->sleepers)) {
+    if (w && w->count > 1 && !w->caller_only && in_owner(w) && LOAD(&w->sleepers)) {
         const uint64_t gen = (TICKET_GEN(LOAD(&w->ticket)) + 1u) & 0xffffu;
         STORE(&w->ticket, gen << 48 | BACK_BIAS << 24);
         pthread_mutex_lock(&w->lock);

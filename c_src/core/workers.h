@@ -40,6 +40,12 @@ void okpu_workers_time_tasks(okpu_workers *w, okpu_clock_fn now, void *clock_ctx
 /* The nanoseconds every thread of the pool spent inside tasks since timing last started, summed (0 for NULL or a pool
  * never timed). Call between runs. */
 uint64_t okpu_workers_task_ns(const okpu_workers *w);
+/* on != 0: every run from now on goes to the calling thread alone, as in a pool of one, though the pool's count, and
+ * so the way callers split their work, stay (0: back to sharing). What a profile uses to time the work of an N-way
+ * split without N threads running at once: over the one-thread figure, the split itself costs work (smaller tasks,
+ * set-ups repeated per task); the rest of an N-thread loss is the threads' concurrency (caches, joins, the machine).
+ * Call between runs; nothing for NULL. */
+void okpu_workers_caller_only(okpu_workers *w, int on);
 /* Wake sleeping workers without giving them work and return at once: they watch for the next run as after one, so
  * a forward pass that starts with serial steps finds them awake at its first split (a futex wake-up takes tens of
  * microseconds in a virtual machine). */

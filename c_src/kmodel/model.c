@@ -756,6 +756,12 @@ int okpu_model_run_profiled(okpu_model *m, int n_layers, okpu_clock_fn now, void
     return run_plan(m, n_layers, now, clock_ctx, layer_ns, task_ns, err);
 }
 
+void okpu_model_caller_only(okpu_model *m, int on)
+{
+    if (m && m->kpu)
+        okpu_workers_caller_only(m->kpu->workers, on);
+}
+
 int okpu_model_output_count(const okpu_model *m)
 {
     return m ? m->output_count : 0;

@@ -13,10 +13,13 @@ layers after it beside the next KPU layer); such layers are one row here, for ev
 compare the same work. The figures are this machine's and the emulator's: the K210's own per-layer times come from
 the board (`run_timed` in the firmware's `_kpu`: the layer times without the task times), not from here.
 
-Beside each thread count after the first, two columns tell where a split loses: `tasks N/1`, the time the N threads
-spent inside their tasks over the same on the first count (above 1.00: the work itself grew, as when a thread reads
-what another processor wrote and the bytes cross between their caches), and `idle N %`, the share of the N threads'
-time outside tasks (waiting at the joins of the layers' hand-outs, and the serial parts: a layer's setup, the CPU
+Beside each thread count after the first, three columns tell where a split loses: `tasks N/1`, the time the N
+threads spent inside their tasks over the same on the first count (above 1.00: the work itself grew, as when a thread
+reads what another processor wrote and the bytes cross between their caches, or the machine gave the threads slower
+processors); `split N/1`, the same for the N-way split run by the calling thread alone (`run_profiled(caller_only=
+True)`, timed in turn with the others: the work the split itself adds, smaller tasks and set-ups repeated per task,
+with no thread running beside it, so `tasks N/1` over `split N/1` is what running at once cost); and `idle N %`, the
+share of the N threads' time outside tasks (waiting at the joins of the layers' hand-outs, and the serial parts: a layer's setup, the CPU
 layers no thread shares). The two clock reads around each task cost about 40 ns together on a Linux PC, and every
 column includes them.
 
@@ -100,19 +103,23 @@ def common_rows(step_lists):
 
 
 def time_runs(models, inputs, runs):
-    """{threads: [(per-layer ns, per-layer task ns) of each timed run]}: the thread counts take turns; an untimed run
-    before each."""
+    """({threads: [(per-layer ns, per-layer task ns) of each timed run]}, the same for the counts above 1 run with
+    caller_only: their split on the calling thread alone): the thread counts and the split runs take turns, each run
+    timed after an untimed one of the same kind (so a split run finds the data in its own processor's caches)."""
     times = {threads: [] for threads in models}
+    alone = {threads: [] for threads in models if threads > 1}
+    kinds = [(threads, False) for threads in models] + [(threads, True) for threads in alone]
     for _ in range(runs):
-        for threads, model in models.items():
+        for threads, caller_only in kinds:
+            model = models[threads]
             for attempt in range(2):
                 for i, data in enumerate(inputs):
                     model.set_input(i, data)  # (a run may reuse the input's memory, as on the chip)
                 if attempt == 0:
-                    model.run()
+                    model.run_profiled(caller_only=caller_only)
                 else:
-                    times[threads].append(model.run_profiled())
-    return times
+                    (alone if caller_only else times)[threads].append(model.run_profiled(caller_only=caller_only))
+    return times, alone
 
 
 def profile(path, thread_counts, runs, input_path=None):
@@ -128,7 +135,7 @@ def profile(path, thread_counts, runs, input_path=None):
         for i, blob in enumerate(inputs):
             model.set_input(i, blob)
         model.run()
-    times = time_runs(models, inputs, runs)
+    times, alone = time_runs(models, inputs, runs)
     out_rows = []
     for lo, hi in rows:
         group = layers[lo:hi + 1]
@@ -136,12 +143,15 @@ def profile(path, thread_counts, runs, input_path=None):
                "details": " | ".join(("" if hi == lo else "%d: " % layer["index"]) + layer_details(layer)
                                      for layer in group),
                "kpu_macs": sum(layer["macs"] for layer in group), "is_kpu": any(layer["is_kpu"] for layer in group),
-               "us": {}, "task_us": {}}
+               "us": {}, "task_us": {}, "split_task_us": {}}
         for threads in thread_counts:
             per_run = [sum(run[lo:hi + 1]) for run, _ in times[threads]]
             row["us"][str(threads)] = statistics.median(per_run) / 1000.0
             per_run = [sum(tasks[lo:hi + 1]) for _, tasks in times[threads]]
             row["task_us"][str(threads)] = statistics.median(per_run) / 1000.0
+        for threads in alone:
+            per_run = [sum(tasks[lo:hi + 1]) for _, tasks in alone[threads]]
+            row["split_task_us"][str(threads)] = statistics.median(per_run) / 1000.0
         out_rows.append(row)
     totals = {}
     for threads in thread_counts:
@@ -151,6 +161,8 @@ def profile(path, thread_counts, runs, input_path=None):
                                 "pass_min_us": min(passes) / 1000.0,
                                 "kpu_layers_us": statistics.median(kpu) / 1000.0,
                                 "task_us": statistics.median(sum(tasks) for _, tasks in times[threads]) / 1000.0}
+        if threads in alone:
+            totals[str(threads)]["split_task_us"] = statistics.median(sum(tasks) for _, tasks in alone[threads]) / 1000.0
     version = reference.version()
     for model in models.values():
         model.free()
@@ -177,7 +189,8 @@ def format_profile(info):
     first_total = info["totals"][base]["pass_us"] or 1.0
     header = (["layers", "type", "KPU MACs"] + ["%s thr us" % c for c in counts]
               + ["x%s/%s" % (c, base) for c in counts[1:]] + ["tasks %s/%s" % (c, base) for c in counts[1:]]
-              + ["idle %s %%" % c for c in counts[1:]] + ["%% of %s thr" % base, "details"])
+              + ["split %s/%s" % (c, base) for c in counts[1:]] + ["idle %s %%" % c for c in counts[1:]]
+              + ["%% of %s thr" % base, "details"])
     table = []
     for row in info["rows"]:
         lo, hi = row["layers"]
@@ -187,23 +200,25 @@ def format_profile(info):
         cells += ["%.1f" % row["us"][c] for c in counts]
         cells += ["%.2f" % (row["us"][base] / row["us"][c]) if row["us"][c] > 0 else "-" for c in counts[1:]]
         cells += [task_ratio(row["task_us"][c], row["task_us"][base]) for c in counts[1:]]
+        cells += [task_ratio(row["split_task_us"][c], row["task_us"][base]) for c in counts[1:]]
         cells += [idle_share(c, row["us"][c], row["task_us"][c]) for c in counts[1:]]
         cells += ["%.1f" % (100.0 * row["us"][base] / first_total), row["details"]]
         table.append(cells)
     lines = ["%s: %s, %d layers, %s KPU MACs; %d timed runs per thread count (median), input: %s"
              % (info["file"], info["format"], info["layers"], human_count(info["kpu_macs"]), info["runs"],
                 info["input"]), ""]
-    lines += format_table(header, table, "<<>" + ">" * (4 * len(counts) - 3) + "><", indent="")
+    lines += format_table(header, table, "<<>" + ">" * (5 * len(counts) - 4) + "><", indent="")
     lines.append("")
     for c in counts:
         t = info["totals"][c]
         lines.append("%s thread%s: pass %.3f ms (median; fastest %.3f), KPU layers %.3f ms, CPU layers %.3f ms%s"
                      % (c, "" if c == "1" else "s", t["pass_us"] / 1000, t["pass_min_us"] / 1000,
                         t["kpu_layers_us"] / 1000, (t["pass_us"] - t["kpu_layers_us"]) / 1000,
-                        "" if c == base else ", %.2fx %s thread%s; tasks' time %sx %s's, %s%% of the threads' time "
-                        "outside tasks" % (
+                        "" if c == base else ", %.2fx %s thread%s; tasks' time %sx %s's (the same split on one "
+                        "thread: %sx), %s%% of the threads' time outside tasks" % (
                             info["totals"][base]["pass_us"] / t["pass_us"] if t["pass_us"] else 0.0, base,
                             "" if base == "1" else "s", task_ratio(t["task_us"], info["totals"][base]["task_us"]), base,
+                            task_ratio(t["split_task_us"], info["totals"][base]["task_us"]),
                             idle_share(c, t["pass_us"], t["task_us"]))))
     lines.append("(the emulator on this machine, not the K210; a row of several layers is one step of the plan on "
                  "some thread count, a pair or a side chain, whose CPU layers count with its KPU layers)")

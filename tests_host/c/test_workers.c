@@ -37,6 +37,7 @@ typedef struct tally {
     int count;             /* the pool's workers */
     volatile int others;   /* tasks run by a worker other than the caller (volatile: read while workers write) */
     int spin;              /* task 0 waits (up to a few seconds) until another worker has run a task */
+    int nap_ms;            /* task 0 sleeps this long first: time enough for another worker to take tasks */
 } tally;
 
 #ifdef OKPU_HAVE_PTHREADS
@@ -61,6 +62,8 @@ static void count_task(void *ctx, int worker, uint32_t task)
     tally *t = ctx;
     int i, others;
 
+    if (t->nap_ms && task == 0)
+        sleep_ms(t->nap_ms);
     if (t->spin && task == 0)
         for (i = 0; i < 5000; i++) {
             TALLY_LOCK();
@@ -107,6 +110,19 @@ static void check_tally(const tally *t, uint32_t n, const char *what)
         if (t->runs[i] != 1 || t->worker[i] < 0 || t->worker[i] >= t->count)
             bad++;
     CHECK(bad == 0, "%s: %d of %u tasks ran other than once on a worker 0..%d", what, bad, n, t->count - 1);
+}
+
+/* The caller holds task 0 of 8 until another worker ran one: the pool really runs tasks on more than one thread. */
+static void check_shared(okpu_workers *w, const char *what)
+{
+    static tally t;
+
+    memset(&t, 0, sizeof t);
+    t.count = okpu_workers_count(w);
+    t.spin = 1;
+    okpu_workers_run(w, 8, count_task, &t);
+    check_tally(&t, 8, what);
+    CHECK(t.others > 0, "%s, %d workers: no task ran outside the caller", what, t.count);
 }
 
 static void test_pool(void)
@@ -157,15 +173,8 @@ static void test_pool(void)
         t.count = okpu_workers_count(w);
         okpu_workers_run(w, MAX_TASKS, count_task, &t);
         check_tally(&t, MAX_TASKS, "4096 tasks");
-        if (t.count > 1) {
-            /* the caller holds task 0 until another worker ran one: the pool really has more than one thread */
-            memset(&t, 0, sizeof t);
-            t.count = okpu_workers_count(w);
-            t.spin = 1;
-            okpu_workers_run(w, 8, count_task, &t);
-            check_tally(&t, 8, "spin");
-            CHECK(t.others > 0, "%d workers: no task ran outside the caller", t.count);
-        }
+        if (t.count > 1)
+            check_shared(w, "spin");
         if (t.count > 1) {
             /* more runs than the pool's run counter has values (it wraps at 2^16), then runs far enough apart that
              * the workers sleep between them, and runs whose caller sleeps waiting for a worker: every task once */
@@ -443,6 +452,44 @@ static void test_task_times(void)
     }
 }
 
+/* okpu_workers_caller_only: while on, every run goes to the caller alone (worker 0, each task once, one thread's time:
+ * the task time is exactly the tasks' clock), the pool's count unchanged; once off, the other threads take tasks
+ * again (the caller holds task 0 until one has). Nothing for NULL. */
+static void test_caller_only(void)
+{
+    okpu_workers *w;
+    okpu_error err;
+    int count;
+
+    okpu_workers_caller_only(NULL, 1); /* (nothing to hold) */
+    for (count = 1; count <= 3; count++) {
+        static tally t;
+        w = okpu_workers_create(count, NULL, &err);
+        CHECK(w != NULL, "create(%d): %s", count, w ? "" : err.message);
+        if (!w)
+            continue;
+        okpu_workers_caller_only(w, 1);
+        okpu_workers_time_tasks(w, fake_clock, NULL);
+        fake_ticks = 0;
+        memset(&t, 0, sizeof t);
+        t.count = okpu_workers_count(w);
+        t.nap_ms = 50; /* (shared, the other threads would take most of the 300 meanwhile) */
+        okpu_workers_run(w, 300, count_task, &t);
+        check_tally(&t, 300, "caller only");
+        CHECK(t.others == 0, "%d workers, caller only: %d tasks ran on another thread", t.count, t.others);
+        CHECK(okpu_workers_count(w) == t.count, "caller only changed the count to %d", okpu_workers_count(w));
+        CHECK(okpu_workers_task_ns(w) == 300u * 1000u && fake_ticks == 2u * 300u * 1000u, /* (no task overlaps) */
+              "%d workers, caller only: %llu ns for 300 tasks of 1000 on one thread", t.count,
+              (unsigned long long)okpu_workers_task_ns(w));
+        okpu_workers_time_tasks(w, NULL, NULL);
+        okpu_workers_wake(w); /* (held: wakes no one) */
+        okpu_workers_caller_only(w, 0);
+        if (t.count > 1)
+            check_shared(w, "caller only, then off");
+        okpu_workers_destroy(w);
+    }
+}
+
 /* okpu_model_run_profiled on real models, 1 and 2 threads: the same outputs as a plain run; each layer's task time
  * is at most threads x its time (every task lies inside its step, on the same clock), the layers a pair or a side
  * chain folds into its first read 0 for both; the KPU layers have task time, and on one thread no more than their
@@ -501,6 +548,25 @@ static void profiled_run(const char *path, int required)
         }
         CHECK(bad == 0, "%s, %d threads: %d layers whose task time exceeds threads x their time", path, threads, bad);
         CHECK(kpu_timed > 0, "%s, %d threads: no KPU layer has task time", path, threads);
+        if (threads > 1) {
+            /* the same split on the calling thread alone: the same output, and no layer's tasks longer than it */
+            okpu_model_caller_only(m, 1);
+            set_filled_inputs(m, 7u, path);
+            CHECK(okpu_model_run_profiled(m, -1, real_clock, NULL, ns, task, &err) == OKPU_OK,
+                  "%s: caller-only profiled run: %s", path, err.message);
+            okpu_model_caller_only(m, 0);
+            CHECK(okpu_model_output(m, 0, &out, &bytes, &err) == OKPU_OK && memcmp(bytes, plain, out.bytes) == 0,
+                  "%s, %d threads on the caller: the output differs from the plain run's", path, threads);
+            for (i = 0, bad = 0, kpu_timed = 0; i < n; i++) {
+                okpu_layer_info li;
+                okpu_model_layer_info(m, i, &li);
+                bad += task[i] > ns[i];
+                if (li.is_kpu && task[i] > 0)
+                    kpu_timed++;
+            }
+            CHECK(bad == 0 && kpu_timed > 0, "%s, %d threads on the caller: %d layers whose task time exceeds their "
+                  "time, %d KPU layers timed", path, threads, bad, kpu_timed);
+        }
         free(plain);
         free(ns);
         free(task);
@@ -618,6 +684,7 @@ int main(void)
 {
     test_pool();
     test_task_times();
+    test_caller_only();
     test_taper();
     test_round_trip();
     test_bad_threads();
