@@ -76,24 +76,93 @@ def ready_model(data, threads, module=None):
     return model
 
 
+class AtOnce:
+    """One-thread models that each run one pass at the same moment, as often as asked: models[0] on the calling
+    thread, the others on threads started once and kept (a thread started for every pass cost about 0.1 ms of each).
+    A call returns the slowest model's pass: how fast each of the processors ran while all were busy."""
+
+    def __init__(self, models):
+        self.models = models
+        self.seconds = [0.0] * len(models)
+        self.stop = False
+        self.gate = threading.Barrier(len(models))
+        self.threads = [threading.Thread(target=self._serve, args=(i,), daemon=True) for i in range(1, len(models))]
+        for t in self.threads:
+            t.start()
+
+    def _pass(self, i):
+        t0 = time.perf_counter()
+        self.models[i].run()
+        self.seconds[i] = time.perf_counter() - t0
+
+    def _serve(self, i):
+        while True:
+            self.gate.wait()
+            if self.stop:
+                return
+            self._pass(i)
+            self.gate.wait()
+
+    def __call__(self):
+        self.gate.wait()
+        self._pass(0)
+        self.gate.wait()
+        return max(self.seconds)
+
+    def close(self):
+        self.stop = True
+        self.gate.wait()
+        for t in self.threads:
+            t.join()
+
+
+# a round counts as timed on free processors when `threads` one-thread copies at once each ran at least this share of
+# one alone's speed in it (the machine column's 0.9 N, per round)
+FREE_SHARE = 0.9
+
+
+def free_speedup(rounds):
+    """(the speedup over the rounds timed on free processors, how many they were) of rounds (one-thread s, the copies'
+    slowest s at once, `threads`-thread s): the median one-thread pass of those rounds over their median
+    `threads`-thread pass, as the speedup column over all rounds; (None, 0) for none."""
+    free = [(one, many) for one, at_once, many in rounds if one >= FREE_SHARE * at_once]
+    if not free:
+        return None, 0
+    return statistics.median(one for one, _ in free) / statistics.median(many for _, many in free), len(free)
+
+
 def bench(path, runs, threads):
-    """(load s, forward s on 1 thread, forward s on `threads`, memory report on 1 thread). The 1-thread and the
-    `threads` models take turns, so a change in the machine's load between them touches both columns alike; each
+    """(load s, forward s on 1 thread, forward s on `threads`, memory report on 1 thread, rounds). The 1-thread and
+    the `threads` models take turns, so a change in the machine's load between them touches both columns alike; each
     timed run follows a run of the same model, as in a loop over camera frames (and as the peer is timed): a run
-    right after the other model's finds its own buffers gone from the caches (about 0.3 ms more on ULFFD)."""
+    right after the other model's finds its own buffers gone from the caches (about 0.3 ms more on ULFFD). With
+    threads > 1, each round also times `threads` one-thread copies run at once (the 1-thread model and others), between
+    the two: rounds is [(1-thread s, the copies' slowest s, `threads`-thread s), ...] (free_speedup), else []."""
     data = path.read_bytes()
     load_s = median_time(lambda: _kpu.Model(data, threads=1).free(), runs)
     one, many = ready_model(data, 1), ready_model(data, threads)
-    one_t, many_t = [], []
-    for _ in range(runs):
-        one.run()
-        one_t.append(median_time(one.run, 1))
-        many.run()
-        many_t.append(median_time(many.run, 1))
+    copies = AtOnce([one] + [ready_model(data, 1) for _ in range(threads - 1)]) if threads > 1 else None
+    one_t, many_t, rounds = [], [], []
+    try:
+        for _ in range(runs):
+            one.run()
+            one_t.append(median_time(one.run, 1))
+            if copies:
+                copies()
+                at_once = copies()
+            many.run()
+            many_t.append(median_time(many.run, 1))
+            if copies:
+                rounds.append((one_t[-1], at_once, many_t[-1]))
+    finally:
+        if copies:
+            copies.close()
+            for m in copies.models[1:]:
+                m.free()
     mem = one.memory()
     one.free()
     many.free()
-    return load_s, statistics.median(one_t), statistics.median(many_t), mem
+    return load_s, statistics.median(one_t), statistics.median(many_t), mem, rounds
 
 
 def parallel_capacity(path, threads, runs):
@@ -241,9 +310,9 @@ def main():
         print("peer: not asked for (--peer-python; make bench passes it): the ort and ratio columns say -")
     nth = "%d thr ms" % args.threads
     width = max(len(rel) for rel in MODELS)
-    print("%-*s %8s %9s %10s %10s %7s %7s %6s %8s %6s %8s" % (width, "model", "load ms", "KPU MMAC", "1 thr ms", nth,
-                                                               "speedup", "machine", "rt ns", "ort ms", "ratio",
-                                                               "K210 ms"))
+    print("%-*s %8s %9s %10s %10s %7s %10s %7s %6s %8s %6s %8s" % (
+        width, "model", "load ms", "KPU MMAC", "1 thr ms", nth, "speedup", "free", "machine", "rt ns", "ort ms", "ratio",
+        "K210 ms"))
     for rel in MODELS:
         path = TESTDATA / rel
         if not path.exists():
@@ -259,30 +328,38 @@ def main():
                 # processors far apart does so for tens of seconds, so a row first waits for them to come back
                 trip = near.wait(args.settle) if check else None
                 before = parallel_capacity(path, args.threads, args.runs) if check else None
-                load_s, one_s, many_s, mem = bench(path, args.runs, args.threads)
+                load_s, one_s, many_s, mem, rounds = bench(path, args.runs, args.threads)
                 check = check and one_s >= 1e-4
                 machine = min(before, parallel_capacity(path, args.threads, args.runs)) if check else None
                 trip = near.worse(trip, near.measure()) if check else None
                 usual = machine is None or (machine >= 0.9 * args.threads and not near.far(trip))
                 rank = (usual, not near.far(trip), machine or 0)
                 if best is None or rank > best[0]:
-                    best = (rank, load_s, one_s, many_s, mem, machine, trip)
+                    best = (rank, load_s, one_s, many_s, mem, machine, trip, rounds)
                 if usual:
                     break
         except (ValueError, OSError) as e:
             print("%-*s error: %s" % (width, rel, e))
             continue
-        _, load_s, one_s, many_s, mem, machine, trip = best
+        _, load_s, one_s, many_s, mem, machine, trip, rounds = best
+        free, n_free = free_speedup(rounds)
         ort_s = peer.get(rel)
-        print("%-*s %8.2f %9.1f %10.2f %10.2f %7s %7s %6s %8s %6s %8s" % (
+        print("%-*s %8.2f %9.1f %10.2f %10.2f %7s %10s %7s %6s %8s %6s %8s" % (
             width, rel, load_s * 1e3, mem["kpu_macs"] / 1e6, one_s * 1e3, many_s * 1e3,
             "%.2f" % (one_s / many_s) if one_s >= 1e-4 else "-",  # (a run of microseconds: timer noise)
+            "%.2f %d/%d" % (free, n_free, len(rounds)) if free and one_s >= 1e-3
+            else "- %d/%d" % (n_free, len(rounds)) if rounds and one_s >= 1e-3 else "-",
             "%.2f" % machine if machine else "-", trip if trip is not None else "-",
             "%.2f" % (ort_s * 1e3) if ort_s else "-", "%.1f" % (one_s / ort_s) if ort_s else "-",
             "%.1f" % K210_MS[rel] if rel in K210_MS else "-"))
     if peer and any(rel not in peer for rel in MODELS if (TESTDATA / rel).exists()):
         print("(ort -: the model has no KPU convolution for the peer to run, e.g. iris: CPU layers only)")
     if args.threads > 1:
+        print("(free: the speedup over the rounds of the row timed on free processors (their medians), and how many "
+              "of its rounds were: each round times one pass on 1 thread, %d one-thread copies at once, and one pass on %d "
+              "threads; a round counts when each copy ran at %d%% or more of the 1-thread pass's speed, as on an idle "
+              "machine of %d processors; - for passes under 1 ms, whose copies start too far apart)" % (
+                  args.threads, args.threads, round(FREE_SHARE * 100), args.threads))
         print("(machine: %d one-thread copies of the model run at once, their throughput over one's, measured before "
               "and after its row (the lower): the most %d threads could give then; a row whose figure is well under "
               "%d.00 was timed while "
