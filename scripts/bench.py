@@ -81,37 +81,52 @@ class AtOnce:
     thread, the others on threads started once and kept (a thread started for every pass cost about 0.1 ms of each).
     A call returns the slowest model's pass: how fast each of the processors ran while all were busy."""
 
-    def __init__(self, models):
+    def __init__(self, models, timeout=600.0):
         self.models = models
         self.seconds = [0.0] * len(models)
+        self.errors = [None] * len(models)
         self.stop = False
-        self.gate = threading.Barrier(len(models))
+        # (a copy whose thread is gone breaks the gate for the others, after `timeout` at most, rather than hanging)
+        self.gate = threading.Barrier(len(models), timeout=timeout)
         self.threads = [threading.Thread(target=self._serve, args=(i,), daemon=True) for i in range(1, len(models))]
         for t in self.threads:
             t.start()
 
     def _pass(self, i):
-        t0 = time.perf_counter()
-        self.models[i].run()
-        self.seconds[i] = time.perf_counter() - t0
+        """One timed pass of copy i; an error is kept for the caller, so every copy still meets the others."""
+        try:
+            t0 = time.perf_counter()
+            self.models[i].run()
+            self.seconds[i] = time.perf_counter() - t0
+        except Exception as e:  # (OSError, ValueError: the model's own errors)
+            self.errors[i] = e
 
     def _serve(self, i):
-        while True:
-            self.gate.wait()
-            if self.stop:
-                return
-            self._pass(i)
-            self.gate.wait()
+        try:
+            while True:
+                self.gate.wait()
+                if self.stop:
+                    return
+                self._pass(i)
+                self.gate.wait()
+        except threading.BrokenBarrierError:
+            return
 
     def __call__(self):
         self.gate.wait()
         self._pass(0)
         self.gate.wait()
+        failed = next((e for e in self.errors if e is not None), None)
+        if failed is not None:
+            raise failed
         return max(self.seconds)
 
     def close(self):
         self.stop = True
-        self.gate.wait()
+        try:
+            self.gate.wait()
+        except threading.BrokenBarrierError:
+            pass
         for t in self.threads:
             t.join()
 

@@ -58,6 +58,20 @@ def test_at_once_runs_every_copy(tmp_path):
         m.free()
 
 
+def test_at_once_reports_an_error(tmp_path):
+    # a copy whose pass fails (a freed model) makes the call raise that error, and the copies can still be closed
+    data = _model(tmp_path).read_bytes()
+    models = [bench.ready_model(data, 1) for _ in range(2)]
+    copies = bench.AtOnce(models)
+    copies()
+    models[1].free()
+    with pytest.raises(ValueError, match="freed"):
+        copies()
+    copies.close()
+    assert not any(t.is_alive() for t in copies.threads)
+    models[0].free()
+
+
 def test_bench_rounds(tmp_path):
     path = _model(tmp_path)
     load_s, one_s, many_s, mem, rounds = bench.bench(path, 4, 2)
