@@ -34,3 +34,18 @@ def clean_kpu():
     for net in list(kpu._live_nets()):
         kpu.deinit(net)
     kpu.set_flash_image(None)
+
+
+@pytest.fixture
+def shared_layer_model(tmp_path):
+    """A v3 kmodel of one 1x1 KPU layer that the emulator shares between threads (32 -> 32 channels over 40x30, its
+    output copied to main memory): what the benchmark scripts' tests time."""
+    import numpy as np
+    from openkpu import kmodel_writer as kw
+    rng = np.random.default_rng(3)
+    conv = kw.KpuConv(in_w=40, in_h=30, in_c=32, out_c=32, kernel=1, weights=rng.integers(0, 256, (32, 32, 1, 1)),
+                      bn_mul=[int(v) for v in rng.integers(1, 1000, 32)], bn_add=[0] * 32, bn_shift=[12] * 32,
+                      act=kw.ActTable.linear(1, 4), src=0, dst=200, main_out=0)
+    path = tmp_path / "one_layer.kmodel"
+    path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, 40 * 30 * 32)]).to_bytes())
+    return path

@@ -9,26 +9,13 @@ import statistics
 import sys
 import threading
 
-import numpy as np
 import pytest
 
 _kpu = pytest.importorskip("_kpu")
-from openkpu import kmodel_writer as kw  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench  # noqa: E402
-
-
-def _model(tmp_path):
-    """A shared 1x1 layer (32 -> 32 channels over 40x30)."""
-    rng = np.random.default_rng(5)
-    conv = kw.KpuConv(in_w=40, in_h=30, in_c=32, out_c=32, kernel=1, weights=rng.integers(0, 256, (32, 32, 1, 1)),
-                      bn_mul=[int(v) for v in rng.integers(1, 1000, 32)], bn_add=[0] * 32, bn_shift=[12] * 32,
-                      act=kw.ActTable.linear(1, 4), src=0, dst=200, main_out=0)
-    path = tmp_path / "one_layer.kmodel"
-    path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, 40 * 30 * 32)]).to_bytes())
-    return path
 
 
 def test_free_speedup_keeps_free_rounds():
@@ -43,8 +30,8 @@ def test_free_speedup_keeps_free_rounds():
     assert bench.free_speedup([]) == (None, 0)
 
 
-def test_at_once_runs_every_copy(tmp_path):
-    data = _model(tmp_path).read_bytes()
+def test_at_once_runs_every_copy(shared_layer_model):
+    data = shared_layer_model.read_bytes()
     models = [bench.ready_model(data, 1) for _ in range(3)]
     started = threading.active_count()
     copies = bench.AtOnce(models)
@@ -58,9 +45,9 @@ def test_at_once_runs_every_copy(tmp_path):
         m.free()
 
 
-def test_at_once_reports_an_error(tmp_path):
+def test_at_once_reports_an_error(shared_layer_model):
     # a copy whose pass fails (a freed model) makes the call raise that error, and the copies can still be closed
-    data = _model(tmp_path).read_bytes()
+    data = shared_layer_model.read_bytes()
     models = [bench.ready_model(data, 1) for _ in range(2)]
     copies = bench.AtOnce(models)
     copies()
@@ -72,8 +59,8 @@ def test_at_once_reports_an_error(tmp_path):
     models[0].free()
 
 
-def test_bench_rounds(tmp_path):
-    path = _model(tmp_path)
+def test_bench_rounds(shared_layer_model):
+    path = shared_layer_model
     load_s, one_s, many_s, mem, rounds = bench.bench(path, 4, 2)
     assert load_s > 0 and one_s > 0 and many_s > 0 and mem["kpu_macs"] == 40 * 30 * 32 * 32
     assert len(rounds) == 4 and all(len(r) == 3 and min(r) > 0 for r in rounds)

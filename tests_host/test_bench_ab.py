@@ -7,31 +7,18 @@ import pathlib
 import re
 import sys
 
-import numpy as np
 import pytest
 
 _kpu = pytest.importorskip("_kpu")
-from openkpu import kmodel_writer as kw  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_ab  # noqa: E402
 
 
-def _model(tmp_path):
-    """A shared 1x1 layer (32 -> 32 channels over 40x30) whose output is copied to main memory."""
-    rng = np.random.default_rng(3)
-    conv = kw.KpuConv(in_w=40, in_h=30, in_c=32, out_c=32, kernel=1, weights=rng.integers(0, 256, (32, 32, 1, 1)),
-                      bn_mul=[int(v) for v in rng.integers(1, 1000, 32)], bn_add=[0] * 32, bn_shift=[12] * 32,
-                      act=kw.ActTable.linear(1, 4), src=0, dst=200, main_out=0)
-    path = tmp_path / "one_layer.kmodel"
-    path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, 40 * 30 * 32)]).to_bytes())
-    return path
-
-
-def test_two_builds_rows(tmp_path, capsys):
+def test_two_builds_rows(shared_layer_model, capsys):
     build = os.path.dirname(_kpu.__file__)
-    model = _model(tmp_path)
+    model = shared_layer_model
     assert bench_ab.main([build, build, str(model), "-n", "5", "--threads", "1,2"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith(str(model))]
@@ -43,9 +30,9 @@ def test_two_builds_rows(tmp_path, capsys):
     assert "A = %s, B = %s; 5 rounds" % (build, build) in out
 
 
-def test_refusals(tmp_path):
+def test_refusals(tmp_path, shared_layer_model):
     build = os.path.dirname(_kpu.__file__)
     with pytest.raises(SystemExit, match="no _kpu extension .* in %s" % re.escape(str(tmp_path))):
-        bench_ab.main([str(tmp_path), build, str(_model(tmp_path)), "-n", "1"])
+        bench_ab.main([str(tmp_path), build, str(shared_layer_model), "-n", "1"])
     with pytest.raises(SystemExit, match="no model nowhere.kmodel"):
         bench_ab.main([build, build, "nowhere.kmodel", "-n", "1"])
