@@ -326,8 +326,8 @@ def main():
     nth = "%d thr ms" % args.threads
     width = max(len(rel) for rel in MODELS)
     print("%-*s %8s %9s %10s %10s %7s %10s %7s %6s %8s %6s %8s" % (
-        width, "model", "load ms", "KPU MMAC", "1 thr ms", nth, "speedup", "free", "machine", "rt ns", "ort ms", "ratio",
-        "K210 ms"))
+        width, "model", "load ms", "KPU MMAC", "1 thr ms", nth, "speedup", "free", "machine", "rt ns", "ort ms",
+        "ratio", "K210 ms"))
     for rel in MODELS:
         path = TESTDATA / rel
         if not path.exists():
@@ -371,9 +371,9 @@ def main():
         print("(ort -: the model has no KPU convolution for the peer to run, e.g. iris: CPU layers only)")
     if args.threads > 1:
         print("(free: the speedup over the rounds of the row timed on free processors (their medians), and how many "
-              "of its rounds were: each round times one pass on 1 thread, %d one-thread copies at once, and one pass on %d "
-              "threads; a round counts when each copy ran at %d%% or more of the 1-thread pass's speed, as on an idle "
-              "machine of %d processors; - for passes under 1 ms, whose copies start too far apart)" % (
+              "of its rounds were: each round times one pass on 1 thread, %d one-thread copies at once, and one pass "
+              "on %d threads; a round counts when each copy ran at %d%% or more of the 1-thread pass's speed, as on "
+              "an idle machine of %d processors; - for passes under 1 ms, whose copies start too far apart)" % (
                   args.threads, args.threads, round(FREE_SHARE * 100), args.threads))
         print("(machine: %d one-thread copies of the model run at once, their throughput over one's, measured before "
               "and after its row (the lower): the most %d threads could give then; a row whose figure is well under "

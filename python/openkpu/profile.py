@@ -19,9 +19,9 @@ reads what another processor wrote and the bytes cross between their caches, or 
 processors); `split N/1`, the same for the N-way split run by the calling thread alone (`run_profiled(caller_only=
 True)`, timed in turn with the others: the work the split itself adds, smaller tasks and set-ups repeated per task,
 with no thread running beside it, so `tasks N/1` over `split N/1` is what running at once cost); and `idle N %`, the
-share of the N threads' time outside tasks (waiting at the joins of the layers' hand-outs, and the serial parts: a layer's setup, the CPU
-layers no thread shares). The two clock reads around each task cost about 40 ns together on a Linux PC, and every
-column includes them.
+share of the N threads' time outside tasks (waiting at the joins of the layers' hand-outs, and the serial parts: a
+layer's setup, the CPU layers no thread shares). The two clock reads around each task cost about 40 ns together on a
+Linux PC, and every column includes them.
 
 Timing follows `make bench`: the thread counts take turns, each timed run follows an untimed run of the same model
 (as in a loop over camera frames), and each row shows the median over the runs. Pseudo-random input bytes (a fixed
@@ -115,8 +115,8 @@ def time_runs(models, inputs, runs):
             for attempt in range(2):
                 for i, data in enumerate(inputs):
                     model.set_input(i, data)  # (a run may reuse the input's memory, as on the chip)
-                if attempt == 0:
-                    model.run_profiled(caller_only=caller_only)
+                if attempt == 0:  # (untimed: a plain run, or one on the calling thread alone like the timed one)
+                    model.run_profiled(caller_only=True) if caller_only else model.run()
                 else:
                     (alone if caller_only else times)[threads].append(model.run_profiled(caller_only=caller_only))
     return times, alone
@@ -162,7 +162,8 @@ def profile(path, thread_counts, runs, input_path=None):
                                 "kpu_layers_us": statistics.median(kpu) / 1000.0,
                                 "task_us": statistics.median(sum(tasks) for _, tasks in times[threads]) / 1000.0}
         if threads in alone:
-            totals[str(threads)]["split_task_us"] = statistics.median(sum(tasks) for _, tasks in alone[threads]) / 1000.0
+            totals[str(threads)]["split_task_us"] = statistics.median(
+                sum(tasks) for _, tasks in alone[threads]) / 1000.0
     version = reference.version()
     for model in models.values():
         model.free()
