@@ -122,6 +122,11 @@ def time_runs(models, inputs, runs):
     return times, alone
 
 
+def median_us(ns_per_run):
+    """The median of per-run nanoseconds, in microseconds."""
+    return statistics.median(ns_per_run) / 1000.0
+
+
 def profile(path, thread_counts, runs, input_path=None):
     """Everything the profile shows, as plain data (what --json prints); times in microseconds."""
     data, checked = open_model(path)  # (the kmodel tools' messages for a file that does not load)
@@ -145,25 +150,20 @@ def profile(path, thread_counts, runs, input_path=None):
                "kpu_macs": sum(layer["macs"] for layer in group), "is_kpu": any(layer["is_kpu"] for layer in group),
                "us": {}, "task_us": {}, "split_task_us": {}}
         for threads in thread_counts:
-            per_run = [sum(run[lo:hi + 1]) for run, _ in times[threads]]
-            row["us"][str(threads)] = statistics.median(per_run) / 1000.0
-            per_run = [sum(tasks[lo:hi + 1]) for _, tasks in times[threads]]
-            row["task_us"][str(threads)] = statistics.median(per_run) / 1000.0
+            row["us"][str(threads)] = median_us(sum(run[lo:hi + 1]) for run, _ in times[threads])
+            row["task_us"][str(threads)] = median_us(sum(tasks[lo:hi + 1]) for _, tasks in times[threads])
         for threads in alone:
-            per_run = [sum(tasks[lo:hi + 1]) for _, tasks in alone[threads]]
-            row["split_task_us"][str(threads)] = statistics.median(per_run) / 1000.0
+            row["split_task_us"][str(threads)] = median_us(sum(tasks[lo:hi + 1]) for _, tasks in alone[threads])
         out_rows.append(row)
     totals = {}
     for threads in thread_counts:
         passes = [sum(run) for run, _ in times[threads]]
         kpu = [sum(t for t, layer in zip(run, layers) if layer["is_kpu"]) for run, _ in times[threads]]
-        totals[str(threads)] = {"pass_us": statistics.median(passes) / 1000.0,
-                                "pass_min_us": min(passes) / 1000.0,
-                                "kpu_layers_us": statistics.median(kpu) / 1000.0,
-                                "task_us": statistics.median(sum(tasks) for _, tasks in times[threads]) / 1000.0}
+        totals[str(threads)] = {"pass_us": median_us(passes), "pass_min_us": min(passes) / 1000.0,
+                                "kpu_layers_us": median_us(kpu),
+                                "task_us": median_us(sum(tasks) for _, tasks in times[threads])}
         if threads in alone:
-            totals[str(threads)]["split_task_us"] = statistics.median(
-                sum(tasks) for _, tasks in alone[threads]) / 1000.0
+            totals[str(threads)]["split_task_us"] = median_us(sum(tasks) for _, tasks in alone[threads])
     version = reference.version()
     for model in models.values():
         model.free()
