@@ -9,11 +9,14 @@ ratio of openkpu's one-thread time to it, and the K210's own published latency w
     python scripts/bench.py -n 9    # more runs per model
     python scripts/bench.py --threads 4                                  # the multi-thread column with 4 threads
     python scripts/bench.py --peer-python build/bench-venv/bin/python   # with the peer column
+    python scripts/bench.py -n 15 --repeat 20 ulffd_face_v4_nncase/slim-320.kmodel   # one model's row 20 times
 
 Figures are wall-clock on this machine; they mean something only on an otherwise idle machine (the header line
 prints the load average; each row's machine and rt columns say whether its two processors were free and near each
-other, and a row timed otherwise is timed again). Models that are absent are listed as skipped. The peer runs in its own environment (onnx,
-onnxruntime, numpy: never dependencies of the package) through scripts/bench_peer.py.
+other, and a row timed otherwise is timed again). Models that are absent are listed as skipped. The peer runs in its
+own environment (onnx, onnxruntime, numpy: never dependencies of the package) through scripts/bench_peer.py. With
+--repeat, every row is timed that many times and a summary gives each model's spread of speedups and how many rows
+reached --target: on a host whose speed changes from second to second, one row says little about the next.
 """
 import json
 import subprocess
@@ -271,13 +274,14 @@ def conv_shapes(path):
     return out
 
 
-def peer_seconds(python, runs):
-    """{model: onnxruntime seconds} from scripts/bench_peer.py in the peer's environment, or {} (with the reason)."""
-    present = [rel for rel in MODELS if (TESTDATA / rel).exists()]
+def peer_seconds(python, runs, models):
+    """{model name: onnxruntime seconds} for the (name, path) pairs in `models` from scripts/bench_peer.py in the peer's
+    environment, or {} (with the reason)."""
+    present = [(name, path) for name, path in models if path.exists()]
     with tempfile.TemporaryDirectory() as d:
         shapes, out = os.path.join(d, "shapes.json"), os.path.join(d, "peer.json")
         with open(shapes, "w") as f:
-            json.dump({rel: conv_shapes(TESTDATA / rel) for rel in present}, f)
+            json.dump({name: conv_shapes(path) for name, path in present}, f)
         r = subprocess.run([python, str(ROOT / "scripts" / "bench_peer.py"), shapes, out, "--runs", str(runs)],
                            capture_output=True, text=True)
         if r.returncode != 0:
@@ -288,8 +292,78 @@ def peer_seconds(python, runs):
     return peer["seconds"], peer["onnxruntime"]
 
 
-def main():
+def selected_models(names):
+    """(name, path) of each model a row is timed for: `names` (a path under the test data, as MODELS lists them, or
+    a kmodel file anywhere), or all of MODELS."""
+    if not names:
+        return [(rel, TESTDATA / rel) for rel in MODELS]
+    picked = []
+    for name in names:
+        if (TESTDATA / name).exists():
+            picked.append((name, TESTDATA / name))
+        elif pathlib.Path(name).is_file():
+            picked.append((name, pathlib.Path(name)))
+        else:
+            raise SystemExit("bench: no model %s (neither a file nor under %s)" % (name, TESTDATA))
+    return picked
+
+
+def time_row(path, args, near):
+    """One model's row: (load s, 1-thread s, N-thread s, memory report, machine figure, round trip, rounds), timed
+    again (up to --retries times) while the checks say other work held a processor or the processors sat far apart;
+    the attempt timed under the most usual conditions."""
+    best = None
+    check = args.threads > 1
+    for _ in range(1 + max(args.retries, 0)):
+        # the same checks as the header's, on this model, right before and right after its rows are timed (the
+        # worse): other tenants of a virtual machine come and go within seconds, and a row timed while one held a
+        # processor shows a low machine figure (and is timed again); a host that has put the two processors far
+        # apart does so for tens of seconds, so a row first waits for them to come back
+        trip = near.wait(args.settle) if check else None
+        before = parallel_capacity(path, args.threads, args.runs) if check else None
+        load_s, one_s, many_s, mem, rounds = bench(path, args.runs, args.threads)
+        check = check and one_s >= 1e-4
+        machine = min(before, parallel_capacity(path, args.threads, args.runs)) if check else None
+        trip = near.worse(trip, near.measure()) if check else None
+        usual = machine is None or (machine >= 0.9 * args.threads and not near.far(trip))
+        rank = (usual, not near.far(trip), machine or 0)
+        if best is None or rank > best[0]:
+            best = (rank, load_s, one_s, many_s, mem, machine, trip, rounds)
+        if usual:
+            break
+    return best[1:]
+
+
+def spread(values):
+    """'min-max (median m)' of values, or '-' for none."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return "%.2f" % values[0]
+    return "%.2f-%.2f (median %.2f)" % (min(values), max(values), statistics.median(values))
+
+
+def repeat_summary(rows, target):
+    """Lines summing up each model's rows over the repeats: rows is [(model name, [(speedup or None, free speedup or
+    None), ...]), ...]; per model the spread() of its speedups and how many reached `target`, the same for the free
+    figures of the rows that had one."""
+    width = max([len("model")] + [len(name) for name, _ in rows])
+    at = "at %.2f+" % target
+    lines = ["%-*s %5s  %-26s %8s  %-26s %8s" % (width, "model", "rows", "speedup", at, "free", at)]
+    for name, figures in rows:
+        speedups = [sp for sp, _ in figures if sp is not None]
+        frees = [fr for _, fr in figures if fr is not None]
+        lines.append("%-*s %5d  %-26s %8s  %-26s %8s" % (
+            width, name, len(figures), spread(speedups),
+            "%d/%d" % (sum(v >= target for v in speedups), len(speedups)) if speedups else "-",
+            spread(frees), "%d/%d" % (sum(v >= target for v in frees), len(frees)) if frees else "-"))
+    return lines
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="*", help="the models to time, each a path under ../shared/testdata as listed in "
+                                              "MODELS or a kmodel file (default: every model of MODELS found)")
     ap.add_argument("-n", "--runs", type=int, default=5, help="runs per measurement (median is reported)")
     ap.add_argument("--threads", type=int, default=_kpu.default_threads(),
                     help="threads of the multi-thread column (default: the processors available, %(default)s)")
@@ -299,10 +373,17 @@ def main():
     ap.add_argument("--settle", type=float, default=60.0,
                     help="seconds a row waits for the processors' round trip to come back near the run's best "
                          "(default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time every model's row this many times, one table after another, and then sum up each "
+                         "model's rows: the spread of its speedups and how many reached --target (default 1)")
+    ap.add_argument("--target", type=float, default=1.8,
+                    help="the speedup the summary of --repeat counts rows against (default %(default)s: issue 12's "
+                         "two-thread target)")
     ap.add_argument("--peer-python", help="a Python with onnx + onnxruntime + numpy for the peer column "
                                           "(make bench: build/bench-venv/bin/python)")
-    args = ap.parse_args()
-    peer, peer_version = peer_seconds(args.peer_python, args.runs) if args.peer_python else ({}, None)
+    args = ap.parse_args(argv)
+    models = selected_models(args.models)
+    peer, peer_version = peer_seconds(args.peer_python, args.runs, models) if args.peer_python else ({}, None)
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print("openkpu: 1 thread and %d threads (Model(threads=N)); %d processors available; load average %s" % (
         args.threads, _kpu.default_threads(), "%.2f" % load[0] if load else "unknown"))
@@ -324,50 +405,38 @@ def main():
     else:
         print("peer: not asked for (--peer-python; make bench passes it): the ort and ratio columns say -")
     nth = "%d thr ms" % args.threads
-    width = max(len(rel) for rel in MODELS)
-    print("%-*s %8s %9s %10s %10s %7s %10s %7s %6s %8s %6s %8s" % (
-        width, "model", "load ms", "KPU MMAC", "1 thr ms", nth, "speedup", "free", "machine", "rt ns", "ort ms",
-        "ratio", "K210 ms"))
-    for rel in MODELS:
-        path = TESTDATA / rel
-        if not path.exists():
-            print("%-*s skipped: %s not found" % (width, rel, path))
-            continue
-        best = None
-        try:
-            check = args.threads > 1
-            for _ in range(1 + max(args.retries, 0)):
-                # the same checks as the header's, on this model, right before and right after its rows are timed
-                # (the worse): other tenants of a virtual machine come and go within seconds, and a row timed while
-                # one held a processor shows a low machine figure (and is timed again); a host that has put the two
-                # processors far apart does so for tens of seconds, so a row first waits for them to come back
-                trip = near.wait(args.settle) if check else None
-                before = parallel_capacity(path, args.threads, args.runs) if check else None
-                load_s, one_s, many_s, mem, rounds = bench(path, args.runs, args.threads)
-                check = check and one_s >= 1e-4
-                machine = min(before, parallel_capacity(path, args.threads, args.runs)) if check else None
-                trip = near.worse(trip, near.measure()) if check else None
-                usual = machine is None or (machine >= 0.9 * args.threads and not near.far(trip))
-                rank = (usual, not near.far(trip), machine or 0)
-                if best is None or rank > best[0]:
-                    best = (rank, load_s, one_s, many_s, mem, machine, trip, rounds)
-                if usual:
-                    break
-        except (ValueError, OSError) as e:
-            print("%-*s error: %s" % (width, rel, e))
-            continue
-        _, load_s, one_s, many_s, mem, machine, trip, rounds = best
-        free, n_free = free_speedup(rounds)
-        ort_s = peer.get(rel)
-        print("%-*s %8.2f %9.1f %10.2f %10.2f %7s %10s %7s %6s %8s %6s %8s" % (
-            width, rel, load_s * 1e3, mem["kpu_macs"] / 1e6, one_s * 1e3, many_s * 1e3,
-            "%.2f" % (one_s / many_s) if one_s >= 1e-4 else "-",  # (a run of microseconds: timer noise)
-            "%.2f %d/%d" % (free, n_free, len(rounds)) if free and one_s >= 1e-3
-            else "- %d/%d" % (n_free, len(rounds)) if rounds and one_s >= 1e-3 else "-",
-            "%.2f" % machine if machine else "-", trip if trip is not None else "-",
-            "%.2f" % (ort_s * 1e3) if ort_s else "-", "%.1f" % (one_s / ort_s) if ort_s else "-",
-            "%.1f" % K210_MS[rel] if rel in K210_MS else "-"))
-    if peer and any(rel not in peer for rel in MODELS if (TESTDATA / rel).exists()):
+    width = max(len(name) for name, _ in models)
+    summary = {name: [] for name, path in models if path.exists()}
+    for repeat in range(max(args.repeat, 1)):
+        if args.repeat > 1:
+            print("repeat %d of %d" % (repeat + 1, args.repeat))
+        print("%-*s %8s %9s %10s %10s %7s %10s %7s %6s %8s %6s %8s" % (
+            width, "model", "load ms", "KPU MMAC", "1 thr ms", nth, "speedup", "free", "machine", "rt ns", "ort ms",
+            "ratio", "K210 ms"))
+        for name, path in models:
+            if not path.exists():
+                if repeat == 0:
+                    print("%-*s skipped: %s not found" % (width, name, path))
+                continue
+            try:
+                load_s, one_s, many_s, mem, machine, trip, rounds = time_row(path, args, near)
+            except (ValueError, OSError) as e:
+                print("%-*s error: %s" % (width, name, e))
+                continue
+            free, n_free = free_speedup(rounds)
+            ort_s = peer.get(name)
+            speedup = one_s / many_s if one_s >= 1e-4 else None  # (a run of microseconds: timer noise)
+            free = free if one_s >= 1e-3 else None
+            summary[name].append((speedup, free))
+            print("%-*s %8.2f %9.1f %10.2f %10.2f %7s %10s %7s %6s %8s %6s %8s" % (
+                width, name, load_s * 1e3, mem["kpu_macs"] / 1e6, one_s * 1e3, many_s * 1e3,
+                "%.2f" % speedup if speedup is not None else "-",
+                "%.2f %d/%d" % (free, n_free, len(rounds)) if free is not None
+                else "- %d/%d" % (n_free, len(rounds)) if rounds and one_s >= 1e-3 else "-",
+                "%.2f" % machine if machine else "-", trip if trip is not None else "-",
+                "%.2f" % (ort_s * 1e3) if ort_s else "-", "%.1f" % (one_s / ort_s) if ort_s else "-",
+                "%.1f" % K210_MS[name] if name in K210_MS else "-"))
+    if peer and any(name not in peer for name, path in models if path.exists()):
         print("(ort -: the model has no KPU convolution for the peer to run, e.g. iris: CPU layers only)")
     if args.threads > 1:
         print("(free: the speedup over the rounds of the row timed on free processors (their medians), and how many "
@@ -386,6 +455,11 @@ def main():
                   "over %.1fx the run's best (%d ns) the host had put them far apart, and the two-thread column loses "
                   "up to a quarter." % (FAR, near.best) if near.best is not None else "not measurable here (one "
                   "processor, or a build without threads).", args.settle, 0.9 * args.threads, max(args.retries, 0)))
+    if args.repeat > 1 and summary:
+        print("summary of %d repeats: the %d-thread speedup of each model's rows, and their free figures (rows with "
+              "one)" % (args.repeat, args.threads))
+        for line in repeat_summary(list(summary.items()), args.target):
+            print(line)
     return 0
 
 

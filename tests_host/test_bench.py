@@ -67,3 +67,49 @@ def test_bench_rounds(shared_layer_model):
     # the rounds' passes are the columns' own: their medians are the one- and two-thread figures
     assert statistics.median(r[0] for r in rounds) == one_s and statistics.median(r[2] for r in rounds) == many_s
     assert bench.bench(path, 3, 1)[4] == []  # one thread: no copies, no rounds
+
+
+def test_repeat_summary_counts_rows_at_the_target():
+    rows = [("a.kmodel", [(1.70, 1.85), (1.90, None), (1.80, 1.80)]), ("b.kmodel", [(None, None)])]
+    header, a, b = bench.repeat_summary(rows, 1.8)
+    assert "at 1.80+" in header
+    # a: 3 rows, speedups 1.70-1.90 (median 1.80), 2 of 3 at 1.80 or more; free figures of the 2 rows with one
+    assert a.split()[:2] == ["a.kmodel", "3"]
+    assert "1.70-1.90 (median 1.80)" in a and "1.80-1.85 (median 1.83)" in a  # (1.825 shown to two places)
+    assert [field for field in a.split() if "/" in field] == ["2/3", "2/2"]
+    # b: one row without a figure (a pass too short to time two threads against one)
+    assert b.split() == ["b.kmodel", "1", "-", "-", "-", "-"]
+    assert bench.spread([1.5]) == "1.50" and bench.spread([]) == "-"
+
+
+def test_selected_models(shared_layer_model, monkeypatch):
+    assert bench.selected_models([]) == [(rel, bench.TESTDATA / rel) for rel in bench.MODELS]
+    monkeypatch.setattr(bench, "TESTDATA", shared_layer_model.parent)  # a name under the test data folder
+    assert bench.selected_models([shared_layer_model.name]) == [(shared_layer_model.name, shared_layer_model)]
+    assert bench.selected_models([str(shared_layer_model)]) == [(str(shared_layer_model), shared_layer_model)]
+    with pytest.raises(SystemExit, match="no model nowhere.kmodel"):
+        bench.selected_models(["nowhere.kmodel"])
+
+
+def test_main_repeats_rows_and_sums_them_up(tmp_path, capsys):
+    # a layer of about 1 ms on one thread, so each row has a speedup (rows of passes under 0.1 ms show none)
+    import numpy as np
+    from openkpu import kmodel_writer as kw
+    rng = np.random.default_rng(5)
+    conv = kw.KpuConv(in_w=40, in_h=30, in_c=64, out_c=64, kernel=3, weights=rng.integers(0, 256, (64, 64, 3, 3)),
+                      bn_mul=[int(v) for v in rng.integers(1, 1000, 64)], bn_add=[0] * 64, bn_shift=[14] * 64,
+                      act=kw.ActTable.linear(1, 4), src=0, dst=2000, main_out=0)
+    path = tmp_path / "conv3x3.kmodel"
+    path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, 40 * 30 * 64)]).to_bytes())
+    name = str(path)
+    assert bench.main([name, "-n", "2", "--repeat", "3", "--threads", "2", "--retries", "0", "--settle", "0",
+                       "--target", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert sum(line.startswith("repeat ") for line in out.splitlines()) == 3
+    rows = [line for line in out.splitlines() if line.startswith(name + " ")]
+    assert len(rows) == 4  # three timed rows and the summary's
+    speedups = [float(row.split()[5]) for row in rows[:3]]
+    summary = rows[3].split()
+    assert summary[1] == "3"
+    assert summary[2] == "%.2f-%.2f" % (min(speedups), max(speedups))
+    assert summary[5] == "3/3"  # every speedup reaches the 0.01 target
