@@ -37,15 +37,27 @@ def clean_kpu():
 
 
 @pytest.fixture
-def shared_layer_model(tmp_path):
-    """A v3 kmodel of one 1x1 KPU layer that the emulator shares between threads (32 -> 32 channels over 40x30, its
-    output copied to main memory): what the benchmark scripts' tests time."""
+def one_layer_model(tmp_path):
+    """Write a v3 kmodel of one KPU layer, channels -> channels over 40x30 (kernel 1 or 3, random weights from `seed`),
+    its output copied to main memory, and return its path: one_layer_model(channels, kernel, seed)."""
     import numpy as np
     from openkpu import kmodel_writer as kw
-    rng = np.random.default_rng(3)
-    conv = kw.KpuConv(in_w=40, in_h=30, in_c=32, out_c=32, kernel=1, weights=rng.integers(0, 256, (32, 32, 1, 1)),
-                      bn_mul=[int(v) for v in rng.integers(1, 1000, 32)], bn_add=[0] * 32, bn_shift=[12] * 32,
-                      act=kw.ActTable.linear(1, 4), src=0, dst=200, main_out=0)
-    path = tmp_path / "one_layer.kmodel"
-    path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, 40 * 30 * 32)]).to_bytes())
-    return path
+
+    def write(channels, kernel, seed):
+        rng = np.random.default_rng(seed)
+        conv = kw.KpuConv(in_w=40, in_h=30, in_c=channels, out_c=channels, kernel=kernel,
+                          weights=rng.integers(0, 256, (channels, channels, kernel, kernel)),
+                          bn_mul=[int(v) for v in rng.integers(1, 1000, channels)], bn_add=[0] * channels,
+                          bn_shift=[12 if kernel == 1 else 14] * channels, act=kw.ActTable.linear(1, 4), src=0,
+                          dst=kw.kpu_map_rows(40, 30, channels), main_out=0)  # (the output right after the input)
+        path = tmp_path / ("conv%dx%d_%d.kmodel" % (kernel, kernel, channels))
+        path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, 40 * 30 * channels)]).to_bytes())
+        return path
+    return write
+
+
+@pytest.fixture
+def shared_layer_model(one_layer_model):
+    """A v3 kmodel of one 1x1 KPU layer that the emulator shares between threads (32 -> 32 channels over 40x30): what
+    the benchmark scripts' tests time."""
+    return one_layer_model(32, 1, 3)

@@ -91,16 +91,9 @@ def test_selected_models(shared_layer_model, monkeypatch):
         bench.selected_models(["nowhere.kmodel"])
 
 
-def test_main_repeats_rows_and_sums_them_up(tmp_path, capsys):
-    # a layer of about 1 ms on one thread, so each row has a speedup (rows of passes under 0.1 ms show none)
-    import numpy as np
-    from openkpu import kmodel_writer as kw
-    rng = np.random.default_rng(5)
-    conv = kw.KpuConv(in_w=40, in_h=30, in_c=64, out_c=64, kernel=3, weights=rng.integers(0, 256, (64, 64, 3, 3)),
-                      bn_mul=[int(v) for v in rng.integers(1, 1000, 64)], bn_add=[0] * 64, bn_shift=[14] * 64,
-                      act=kw.ActTable.linear(1, 4), src=0, dst=2000, main_out=0)
-    path = tmp_path / "conv3x3.kmodel"
-    path.write_bytes(kw.V3Model(layers=[conv], outputs=[(0, 40 * 30 * 64)]).to_bytes())
+def test_main_repeats_rows_and_sums_them_up(one_layer_model, capsys):
+    # a 3x3 layer of about 1 ms on one thread, so each row has a speedup (rows of passes under 0.1 ms show none)
+    path = one_layer_model(64, 3, 5)
     name = str(path)
     assert bench.main([name, "-n", "2", "--repeat", "3", "--threads", "2", "--retries", "0", "--settle", "0",
                        "--target", "0.01"]) == 0
