@@ -292,20 +292,22 @@ def peer_seconds(python, runs, models):
     return peer["seconds"], peer["onnxruntime"]
 
 
+def model_path(name, tool="bench"):
+    """The kmodel a command-line name stands for: a file, or a path under the test data (as MODELS lists them);
+    SystemExit naming `tool` when it is neither (scripts/bench_ab.py's models too)."""
+    path = pathlib.Path(name)
+    if path.exists():
+        return path
+    if (TESTDATA / name).exists():
+        return TESTDATA / name
+    raise SystemExit("%s: no model %s (neither a file nor under %s)" % (tool, name, TESTDATA))
+
+
 def selected_models(names):
-    """(name, path) of each model a row is timed for: `names` (a path under the test data, as MODELS lists them, or
-    a kmodel file anywhere), or all of MODELS."""
+    """(name, path) of each model a row is timed for: `names` (model_path), or all of MODELS."""
     if not names:
         return [(rel, TESTDATA / rel) for rel in MODELS]
-    picked = []
-    for name in names:
-        if (TESTDATA / name).exists():
-            picked.append((name, TESTDATA / name))
-        elif pathlib.Path(name).is_file():
-            picked.append((name, pathlib.Path(name)))
-        else:
-            raise SystemExit("bench: no model %s (neither a file nor under %s)" % (name, TESTDATA))
-    return picked
+    return [(name, model_path(name)) for name in names]
 
 
 def time_row(path, args, near):

@@ -55,15 +55,6 @@ def load_build(directory):
     return _load("_kpu", found[0])
 
 
-def model_path(name):
-    path = pathlib.Path(name)
-    if path.exists():
-        return path
-    if (TESTDATA / name).exists():
-        return TESTDATA / name
-    raise SystemExit("bench_ab: no model %s (neither a file nor under %s)" % (name, TESTDATA))
-
-
 def timed_pass(model):
     model.run()  # (untimed: the timed pass finds its own buffers in the caches)
     t0 = time.perf_counter()
@@ -103,8 +94,8 @@ def main(argv=None):
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
     modules = [load_build(args.build_a), load_build(args.build_b)]
-    # bench.py's model set-up (its rows' input and warm-up); loading it imports the installed _kpu too
-    ready_model = _load("openkpu_bench", ROOT / "scripts" / "bench.py").ready_model
+    # bench.py's model set-up (its rows' input and warm-up) and model names; loading it imports the installed _kpu too
+    bench = _load("openkpu_bench", ROOT / "scripts" / "bench.py")
     if args.threads:
         try:
             threads = [int(t) for t in args.threads.split(",")]
@@ -118,13 +109,13 @@ def main(argv=None):
     print("%-48s %7s %10s %10s %9s %9s" % ("model", "threads", "A ms", "B ms", "B/A", "B faster"))
     for name in names:
         if args.models:
-            path = model_path(name)
+            path = bench.model_path(name, "bench_ab")
         else:
             path = TESTDATA / name
             if not path.exists():
                 print("%-48s skipped: not in %s" % (name, TESTDATA))
                 continue
-        times = compare(modules, ready_model, path.read_bytes(), threads, args.rounds)
+        times = compare(modules, bench.ready_model, path.read_bytes(), threads, args.rounds)
         for count in threads:
             a, b = times[count]
             ratios = [y / x for x, y in zip(a, b)]
