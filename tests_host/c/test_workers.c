@@ -490,6 +490,23 @@ static void test_caller_only(void)
     }
 }
 
+/* Layers of a profiled run whose task time exceeds `threads` x their time, or that have task time but none of their
+ * own (folded into a pair or a side chain); *kpu_timed: the KPU layers with task time. */
+static int task_time_excess(const okpu_model *m, int n, const uint64_t *ns, const uint64_t *task, int threads,
+                            int *kpu_timed)
+{
+    int i, bad = 0;
+
+    *kpu_timed = 0;
+    for (i = 0; i < n; i++) {
+        okpu_layer_info li;
+        okpu_model_layer_info(m, i, &li);
+        bad += task[i] > (uint64_t)threads * ns[i] || (ns[i] == 0 && task[i] != 0);
+        *kpu_timed += li.is_kpu && task[i] > 0;
+    }
+    return bad;
+}
+
 /* okpu_model_run_profiled on real models, 1 and 2 threads: the same outputs as a plain run; each layer's task time
  * is at most threads x its time (every task lies inside its step, on the same clock), the layers a pair or a side
  * chain folds into its first read 0 for both; the KPU layers have task time, and on one thread no more than their
@@ -508,7 +525,7 @@ static void profiled_run(const char *path, int required)
         return;
     for (threads = 1; threads <= 2; threads++) {
         uint64_t *ns, *task;
-        int n, i, kpu_timed = 0, bad = 0;
+        int n, kpu_timed, bad;
         okpu_tensor out;
         const uint8_t *bytes;
         uint8_t *plain;
@@ -537,15 +554,7 @@ static void profiled_run(const char *path, int required)
               path, err.message);
         CHECK(okpu_model_output(m, 0, &out, &bytes, &err) == OKPU_OK && memcmp(bytes, plain, out.bytes) == 0,
               "%s, %d threads: the profiled run's output differs from the plain run's", path, threads);
-        for (i = 0; i < n; i++) {
-            okpu_layer_info li;
-            okpu_model_layer_info(m, i, &li);
-            if (task[i] > (uint64_t)threads * ns[i] || (ns[i] == 0 && task[i] != 0) ||
-                (threads == 1 && task[i] > ns[i]))
-                bad++;
-            if (li.is_kpu && task[i] > 0)
-                kpu_timed++;
-        }
+        bad = task_time_excess(m, n, ns, task, threads, &kpu_timed);
         CHECK(bad == 0, "%s, %d threads: %d layers whose task time exceeds threads x their time", path, threads, bad);
         CHECK(kpu_timed > 0, "%s, %d threads: no KPU layer has task time", path, threads);
         if (threads > 1) {
@@ -557,13 +566,7 @@ static void profiled_run(const char *path, int required)
             okpu_model_caller_only(m, 0);
             CHECK(okpu_model_output(m, 0, &out, &bytes, &err) == OKPU_OK && memcmp(bytes, plain, out.bytes) == 0,
                   "%s, %d threads on the caller: the output differs from the plain run's", path, threads);
-            for (i = 0, bad = 0, kpu_timed = 0; i < n; i++) {
-                okpu_layer_info li;
-                okpu_model_layer_info(m, i, &li);
-                bad += task[i] > ns[i];
-                if (li.is_kpu && task[i] > 0)
-                    kpu_timed++;
-            }
+            bad = task_time_excess(m, n, ns, task, 1, &kpu_timed); /* (one thread ran every task) */
             CHECK(bad == 0 && kpu_timed > 0, "%s, %d threads on the caller: %d layers whose task time exceeds their "
                   "time, %d KPU layers timed", path, threads, bad, kpu_timed);
         }
